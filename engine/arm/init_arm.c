@@ -1,0 +1,8 @@
+/* init_arm.c — upgrades the kernel table on aarch64. */
+#include "engine/arm/arm.h"
+
+void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
+    if (isa != TG_ISA_NEON) return;
+    tg_kernels_init_matmul_neon(k);
+    tg_kernels_init_ops_neon(k);
+}

@@ -1,0 +1,106 @@
+/* cpu.c — detect the CPU's SIMD features once, and choose an ISA level.
+ * x86-64: cpuid for the instruction sets, XGETBV for the OS actually saving
+ * the wider registers (a CPU with AVX-512 under an OS that does not enable
+ * ZMM state must not use it). aarch64: AT_HWCAP. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define TG_X86 1
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#include <asm/hwcap.h>
+#define TG_ARM 1
+#endif
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static int supported[TG_ISA_COUNT];
+
+static const char *const isa_names[TG_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon"};
+
+#ifdef TG_X86
+static unsigned long long xgetbv0(void) {
+    unsigned eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((unsigned long long)edx << 32) | eax;
+}
+
+static void detect_arch(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, avx = (c >> 28) & 1;
+    int f16c = (c >> 29) & 1;
+    if (!osxsave || !avx) return;
+    unsigned long long xcr0 = xgetbv0();
+    int ymm_os = (xcr0 & 0x6) == 0x6;    /* XMM and YMM state */
+    int zmm_os = (xcr0 & 0xe6) == 0xe6;  /* + opmask, ZMM_Hi256, Hi16_ZMM */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+    int avx2 = (b >> 5) & 1;
+    int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1;
+    int avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
+    supported[TG_ISA_AVX2] = ymm_os && avx2 && fma && f16c;
+    supported[TG_ISA_AVX512] = supported[TG_ISA_AVX2] && zmm_os && avx512f &&
+                               avx512dq && avx512bw && avx512vl;
+}
+#elif defined(TG_ARM)
+static void detect_arch(void) {
+    supported[TG_ISA_NEON] = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+}
+#else
+static void detect_arch(void) {}
+#endif
+
+static void detect(void) {
+    supported[TG_ISA_SCALAR] = 1;
+    detect_arch();
+}
+
+const char *tg_isa_name(tg_isa isa) {
+    return (unsigned)isa < TG_ISA_COUNT ? isa_names[isa] : "unknown";
+}
+
+tg_status tg_isa_parse(const char *name, tg_isa *out) {
+    for (int i = 0; i < TG_ISA_COUNT; i++)
+        if (name && strcmp(name, isa_names[i]) == 0) {
+            *out = (tg_isa)i;
+            return TG_OK;
+        }
+    return TG_ERR_ARG;
+}
+
+int tg_isa_supported(tg_isa isa) {
+    pthread_once(&detect_once, detect);
+    return (unsigned)isa < TG_ISA_COUNT && supported[isa];
+}
+
+tg_isa tg_isa_best(void) {
+    static const tg_isa order[] = {TG_ISA_AVX512, TG_ISA_AVX2, TG_ISA_NEON};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (tg_isa_supported(order[i])) return order[i];
+    return TG_ISA_SCALAR;
+}
+
+tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err) {
+    const char *src = "--isa";
+    if (!name || !*name) {
+        name = getenv("TINYGPT_ISA");
+        src = "TINYGPT_ISA";
+    }
+    if (!name || !*name) {
+        *out = tg_isa_best();
+        return TG_OK;
+    }
+    tg_isa isa;
+    if (tg_isa_parse(name, &isa) != TG_OK)
+        return tg_fail(err, TG_ERR_ARG, "%s: unknown ISA '%s' (expected scalar, avx2, avx512 or neon)",
+                       src, name);
+    if (!tg_isa_supported(isa))
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: this CPU does not support %s (best available: %s)",
+                       src, name, tg_isa_name(tg_isa_best()));
+    *out = isa;
+    return TG_OK;
+}

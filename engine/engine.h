@@ -1,0 +1,137 @@
+/* engine.h — model-agnostic compute: CPU features, the kernel table, threads.
+ *
+ * Dimension legend (used in every shape comment of engine/):
+ *   T    rows (tokens) of a batch          IN   input features of a matmul
+ *   OUT  output features of a matmul       N    length of one row
+ *   HS   head size (one attention head)    P    positions held in the K/V cache
+ *   LD*  row stride, in floats, of a strided matrix (ldq, ldk, ldo, ...)
+ *
+ * Matrices are row-major; weights are stored [OUT, IN] (the GGUF/llama.cpp
+ * convention), so a matmul is Y = X · Wᵀ + b.
+ *
+ * Library code here never prints and never exits: functions that can fail
+ * return a tg_status and, where given, fill a tg_err with a one-line message.
+ */
+#ifndef TINYGPT_ENGINE_H
+#define TINYGPT_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "engine/status.h"
+
+/* ---- CPU features and the ISA level -------------------------------------- */
+
+typedef enum tg_isa {
+    TG_ISA_SCALAR = 0, /* portable C reference: the fallback and the oracle */
+    TG_ISA_AVX2,       /* x86-64 AVX2 + FMA */
+    TG_ISA_AVX512,     /* x86-64 AVX-512 F/BW/VL/DQ (+ AVX2 + FMA) */
+    TG_ISA_NEON,       /* aarch64 Advanced SIMD */
+    TG_ISA_COUNT
+} tg_isa;
+
+const char *tg_isa_name(tg_isa isa);                 /* "scalar", "avx2", ... */
+/* Parses "scalar|avx2|avx512|neon"; TG_ERR_ARG on anything else. */
+tg_status tg_isa_parse(const char *name, tg_isa *out);
+/* Is this ISA usable on this CPU *and* OS (cpuid + XGETBV, or AT_HWCAP)?
+ * Detection runs once (pthread_once); the answer never changes. */
+int tg_isa_supported(tg_isa isa);
+/* The best supported ISA. */
+tg_isa tg_isa_best(void);
+/* The ISA to use: `name` if non-NULL, else $TINYGPT_ISA if set, else best.
+ * An unknown name, or an ISA this CPU lacks, is an error naming it. */
+tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err);
+
+/* ---- The kernel table ---------------------------------------------------- */
+
+/* Every kernel is a small pure function over caller-owned memory. Kernels
+ * that are split over threads take a half-open range of output rows/items;
+ * the value of every output element must not depend on the range it was
+ * computed in (ranges start at multiples of TG_ROW_BLOCK), which is what
+ * makes results bit-identical for any thread count. */
+#define TG_ROW_BLOCK 16
+
+typedef struct tg_kernels {
+    /* Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b[OUT], for output columns o0..o1-1
+     * only (b may be NULL). T == 1 is the decode GEMV (memory-bound); T > 1
+     * the prefill GEMM (register-blocked, cache-tiled). Y has row stride OUT. */
+    void (*matmul)(float *y, const float *x, const float *w, const float *b,
+                   int T, int in, int out, int o0, int o1);
+
+    /* x[N] = softmax(x[N]) in place, max-subtracted. -inf entries get 0;
+     * a row that is all -inf becomes all 0 (nothing to attend to). */
+    void (*softmax)(float *x, int n);
+
+    /* y[T,N] = (x - mean) / sqrt(var + eps) * g + b, per row, two-pass. */
+    void (*layernorm)(float *y, const float *x, const float *g, const float *b,
+                      int T, int n, float eps);
+
+    /* y[N] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))  (GPT-2's GELU) */
+    void (*gelu)(float *y, const float *x, int n);
+
+    /* y[N] = a[N] + b[N] (y may alias a or b) */
+    void (*add)(float *y, const float *a, const float *b, int n);
+
+    /* Attention core for one head, one query (decode):
+     *   s[P] = q[HS] · K[P,HS]ᵀ · scale;  p = softmax(s);  o[HS] = p · V[P,HS]
+     * K and V rows are ldk floats apart (the cache stores all heads of a
+     * position contiguously). p[P] is scratch and, on return, holds the
+     * attention weights (the probe hook reads them). */
+    void (*attn_decode)(float *o, float *p, const float *q, const float *k,
+                        const float *v, int n_pos, int hs, int ldk, float scale);
+
+    /* Attention core for one head, T causal queries (prefill):
+     *   query t (row t of q, ldq apart) sees positions 0..pos0+t of K/V;
+     *   o[t] = softmax(q[t]·Kᵀ·scale) · V, written ldo apart.
+     * Tiled with an online softmax: never materialises T×P. */
+    void (*attn_prefill)(float *o, const float *q, const float *k, const float *v,
+                         int T, int pos0, int hs, int ldq, int ldk, int ldo,
+                         float scale);
+} tg_kernels;
+
+/* An engine instance: the chosen ISA and its filled kernel table. */
+typedef struct tg_engine {
+    tg_isa isa;
+    tg_kernels k;
+} tg_engine;
+
+/* Fills the table with the C reference, then upgrades it up to `isa`. */
+tg_status tg_engine_init(tg_engine *e, tg_isa isa, tg_err *err);
+
+/* Per-ISA upgrade steps (each defined in the files built with that ISA's
+ * flags; the arch init calls them in order). */
+void tg_kernels_init_ref(tg_kernels *k);
+void tg_kernels_init_arch(tg_kernels *k, tg_isa isa);
+
+/* ---- Threads -------------------------------------------------------------- */
+
+typedef struct tg_pool tg_pool;
+
+/* A persistent pool of n_threads workers (the caller is worker 0), spinning
+ * briefly then sleeping between jobs. n_threads >= 1. */
+tg_status tg_pool_create(tg_pool **out, int n_threads, tg_err *err);
+void tg_pool_free(tg_pool *pool);
+int tg_pool_size(const tg_pool *pool);
+
+/* Runs fn(ctx, ith, nth) on nth workers (nth <= pool size; 1 runs inline on
+ * the caller) and returns when all have finished. */
+typedef void (*tg_task_fn)(void *ctx, int ith, int nth);
+void tg_pool_run(tg_pool *pool, int nth, tg_task_fn fn, void *ctx);
+
+/* Splits [0, n) into contiguous ranges aligned to `grain` items and runs
+ * fn(ctx, i0, i1, ith) over them. `work` is the estimated cost of the whole
+ * job in flops or bytes: below a threshold it stays on one thread, so that
+ * two threads are never slower than one on small problems. */
+typedef void (*tg_range_fn)(void *ctx, int i0, int i1, int ith);
+void tg_parallel_for(tg_pool *pool, int n, int grain, double work,
+                     tg_range_fn fn, void *ctx);
+
+/* Time spent by workers waiting at the end-of-job barrier (ns, summed), for
+ * the profiler; reset with tg_pool_reset_wait. */
+uint64_t tg_pool_wait_ns(const tg_pool *pool);
+void tg_pool_reset_wait(tg_pool *pool);
+
+/* Y[T,OUT] = X · Wᵀ + b split over the pool by output columns. */
+void tg_matmul(const tg_engine *e, tg_pool *pool, float *y, const float *x,
+               const float *w, const float *b, int T, int in, int out);
+
+#endif

@@ -1,0 +1,4 @@
+/* init_generic.c — CPUs without a SIMD path keep the C reference. */
+#include "engine/engine.h"
+
+void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) { (void)k; (void)isa; }

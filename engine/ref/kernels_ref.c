@@ -1,0 +1,127 @@
+/* kernels_ref.c — the portable C reference for every kernel: the fallback on
+ * any CPU and the oracle every SIMD version is tested against. Plain loops,
+ * free of cleverness; accumulation order is the obvious one. */
+#include <math.h>
+
+#include "engine/engine.h"
+
+/* Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b[OUT], columns o0..o1-1 */
+static void matmul_ref(float *y, const float *x, const float *w, const float *b,
+                       int T, int in, int out, int o0, int o1) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * in;
+        for (int o = o0; o < o1; o++) {
+            const float *wo = w + (size_t)o * in;
+            float acc = 0.0f;
+            for (int i = 0; i < in; i++) acc += xt[i] * wo[i];
+            y[(size_t)t * out + o] = b ? acc + b[o] : acc;
+        }
+    }
+}
+
+/* x[N] = softmax(x[N]); -inf -> 0, all -inf -> all 0 */
+static void softmax_ref(float *x, int n) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    if (max == -INFINITY) {
+        for (int i = 0; i < n; i++) x[i] = 0.0f;
+        return;
+    }
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    float inv = 1.0f / sum;
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+/* y[T,N] = layernorm(x[T,N]) * g + b, two-pass mean/variance */
+static void layernorm_ref(float *y, const float *x, const float *g, const float *b,
+                          int T, int n, float eps) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * n;
+        float *yt = y + (size_t)t * n;
+        float mean = 0.0f;
+        for (int i = 0; i < n; i++) mean += xt[i];
+        mean /= (float)n;
+        float var = 0.0f;
+        for (int i = 0; i < n; i++) {
+            float d = xt[i] - mean;
+            var += d * d;
+        }
+        var /= (float)n;
+        float rstd = 1.0f / sqrtf(var + eps);
+        for (int i = 0; i < n; i++) yt[i] = (xt[i] - mean) * rstd * g[i] + b[i];
+    }
+}
+
+/* y[N] = GELU(x[N]), tanh form */
+static void gelu_ref(float *y, const float *x, int n) {
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
+    }
+}
+
+/* y[N] = a[N] + b[N] */
+static void add_ref(float *y, const float *a, const float *b, int n) {
+    for (int i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights */
+static void attn_decode_ref(float *o, float *p, const float *q, const float *k,
+                            const float *v, int n_pos, int hs, int ldk, float scale) {
+    for (int j = 0; j < n_pos; j++) {
+        const float *kj = k + (size_t)j * ldk;
+        float s = 0.0f;
+        for (int i = 0; i < hs; i++) s += q[i] * kj[i];
+        p[j] = s * scale;
+    }
+    softmax_ref(p, n_pos);
+    for (int i = 0; i < hs; i++) o[i] = 0.0f;
+    for (int j = 0; j < n_pos; j++) {
+        const float *vj = v + (size_t)j * ldk;
+        for (int i = 0; i < hs; i++) o[i] += p[j] * vj[i];
+    }
+}
+
+/* T causal queries; query t sees positions 0..pos0+t. The reference uses the
+ * online-softmax recurrence one key at a time (no T×P buffer). */
+static void attn_prefill_ref(float *o, const float *q, const float *k, const float *v,
+                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
+                             float scale) {
+    for (int t = 0; t < T; t++) {
+        const float *qt = q + (size_t)t * ldq;
+        float *ot = o + (size_t)t * ldo;
+        float m = -INFINITY, l = 0.0f;
+        for (int i = 0; i < hs; i++) ot[i] = 0.0f;
+        for (int j = 0; j <= pos0 + t; j++) {
+            const float *kj = k + (size_t)j * ldk;
+            const float *vj = v + (size_t)j * ldk;
+            float s = 0.0f;
+            for (int i = 0; i < hs; i++) s += qt[i] * kj[i];
+            s *= scale;
+            if (s == -INFINITY) continue;
+            float m_new = s > m ? s : m;
+            float corr = expf(m - m_new); /* exp(-inf) = 0 on the first key */
+            float e = expf(s - m_new);
+            l = l * corr + e;
+            for (int i = 0; i < hs; i++) ot[i] = ot[i] * corr + e * vj[i];
+            m = m_new;
+        }
+        float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        for (int i = 0; i < hs; i++) ot[i] *= inv;
+    }
+}
+
+void tg_kernels_init_ref(tg_kernels *k) {
+    k->matmul = matmul_ref;
+    k->softmax = softmax_ref;
+    k->layernorm = layernorm_ref;
+    k->gelu = gelu_ref;
+    k->add = add_ref;
+    k->attn_decode = attn_decode_ref;
+    k->attn_prefill = attn_prefill_ref;
+}

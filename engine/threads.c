@@ -1,0 +1,177 @@
+/* threads.c — a persistent worker pool. The caller is worker 0; workers
+ * 1..n-1 wait for a job (spin briefly, then sleep on a condition variable),
+ * run fn(ctx, ith, nth), and check in at a barrier the caller waits on. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "engine/engine.h"
+
+#define SPIN_ITERS 20000
+/* Below this many flops (or bytes) a job runs on one thread: waking a
+ * worker costs more than it saves. */
+#define MIN_WORK_PER_THREAD 200000.0
+
+struct tg_pool {
+    int n;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    pthread_cond_t done_cv;
+    atomic_uint generation;  /* bumped to publish a job */
+    atomic_int pending;      /* workers still running the current job */
+    int job_nth;
+    tg_task_fn fn;
+    void *ctx;
+    int quit;
+    atomic_uint_fast64_t wait_ns;
+};
+
+typedef struct worker_arg {
+    tg_pool *pool;
+    int ith;
+} worker_arg;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *worker_main(void *p) {
+    worker_arg *wa = p;
+    tg_pool *pool = wa->pool;
+    int ith = wa->ith;
+    free(wa);
+    unsigned seen = 0;
+    for (;;) {
+        unsigned gen;
+        int spins = 0;
+        while ((gen = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen &&
+               spins < SPIN_ITERS)
+            spins++;
+        if (gen == seen) {
+            pthread_mutex_lock(&pool->mu);
+            while ((gen = atomic_load(&pool->generation)) == seen && !pool->quit)
+                pthread_cond_wait(&pool->wake, &pool->mu);
+            pthread_mutex_unlock(&pool->mu);
+        }
+        if (pool->quit) return NULL;
+        seen = gen;
+        if (ith < pool->job_nth) pool->fn(pool->ctx, ith, pool->job_nth);
+        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool->mu);
+            pthread_cond_signal(&pool->done_cv);
+            pthread_mutex_unlock(&pool->mu);
+        }
+    }
+}
+
+tg_status tg_pool_create(tg_pool **out, int n_threads, tg_err *err) {
+    if (n_threads < 1 || n_threads > 1024)
+        return tg_fail(err, TG_ERR_ARG, "threads: %d threads requested (allowed 1..1024)", n_threads);
+    tg_pool *pool = calloc(1, sizeof *pool);
+    if (!pool) return tg_fail(err, TG_ERR_NOMEM, "threads: out of memory");
+    pool->n = n_threads;
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done_cv, NULL);
+    pool->threads = calloc((size_t)n_threads, sizeof *pool->threads);
+    if (!pool->threads) {
+        free(pool);
+        return tg_fail(err, TG_ERR_NOMEM, "threads: out of memory");
+    }
+    for (int i = 1; i < n_threads; i++) {
+        worker_arg *wa = malloc(sizeof *wa);
+        if (wa) *wa = (worker_arg){pool, i};
+        if (!wa || pthread_create(&pool->threads[i], NULL, worker_main, wa) != 0) {
+            free(wa);
+            pool->n = i; /* free only the workers that started */
+            tg_pool_free(pool);
+            return tg_fail(err, TG_ERR_NOMEM, "threads: cannot start worker %d", i);
+        }
+    }
+    *out = pool;
+    return TG_OK;
+}
+
+void tg_pool_free(tg_pool *pool) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->mu);
+    pool->quit = 1;
+    atomic_fetch_add(&pool->generation, 1);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->done_cv);
+    free(pool->threads);
+    free(pool);
+}
+
+int tg_pool_size(const tg_pool *pool) { return pool ? pool->n : 1; }
+
+void tg_pool_run(tg_pool *pool, int nth, tg_task_fn fn, void *ctx) {
+    if (!pool || nth <= 1 || pool->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    if (nth > pool->n) nth = pool->n;
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->job_nth = nth;
+    atomic_store(&pool->pending, pool->n - 1);
+    pthread_mutex_lock(&pool->mu);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    fn(ctx, 0, nth);
+    uint64_t t0 = now_ns();
+    int spins = 0;
+    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0 && spins < SPIN_ITERS)
+        spins++;
+    if (atomic_load(&pool->pending) > 0) {
+        pthread_mutex_lock(&pool->mu);
+        while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done_cv, &pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+    }
+    atomic_fetch_add(&pool->wait_ns, now_ns() - t0);
+}
+
+typedef struct range_job {
+    int n, grain;
+    tg_range_fn fn;
+    void *ctx;
+} range_job;
+
+static void range_task(void *p, int ith, int nth) {
+    const range_job *j = p;
+    int blocks = (j->n + j->grain - 1) / j->grain;
+    int b0 = (int)((long long)blocks * ith / nth), b1 = (int)((long long)blocks * (ith + 1) / nth);
+    int i0 = b0 * j->grain, i1 = b1 * j->grain;
+    if (i1 > j->n) i1 = j->n;
+    if (i0 < i1) j->fn(j->ctx, i0, i1, ith);
+}
+
+void tg_parallel_for(tg_pool *pool, int n, int grain, double work, tg_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    int blocks = (n + grain - 1) / grain;
+    int nth = tg_pool_size(pool);
+    int by_work = (int)(work / MIN_WORK_PER_THREAD);
+    if (nth > by_work) nth = by_work;
+    if (nth > blocks) nth = blocks;
+    if (nth <= 1) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    range_job j = {n, grain, fn, ctx};
+    tg_pool_run(pool, nth, range_task, &j);
+}
+
+uint64_t tg_pool_wait_ns(const tg_pool *pool) { return pool ? atomic_load(&pool->wait_ns) : 0; }
+void tg_pool_reset_wait(tg_pool *pool) {
+    if (pool) atomic_store(&pool->wait_ns, 0);
+}

@@ -1,0 +1,11 @@
+/* init_x86.c — upgrades the kernel table ISA by ISA on x86-64. */
+#include "engine/x86/x86.h"
+
+void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
+    if (isa < TG_ISA_AVX2 || isa == TG_ISA_NEON) return;
+    tg_kernels_init_matmul_avx2(k);
+    tg_kernels_init_ops_avx2(k);
+    if (isa < TG_ISA_AVX512) return;
+    tg_kernels_init_matmul_avx512(k);
+    tg_kernels_init_ops_avx512(k);
+}

@@ -1,0 +1,205 @@
+/* cli.c — shared command-line helpers (see cli.h). */
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void vreport(const char *cmd, const char *fmt, va_list ap) {
+    fprintf(stderr, "tinygpt%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return EXIT_RUNTIME;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+int cli_int(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) {
+        cli_usage(cmd, "%s: '%s' is not an integer in [%ld, %ld]", flag, s ? s : "", lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_float(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno || !isfinite(v) || v < lo || v > hi) {
+        cli_usage(cmd, "%s: '%s' is not a number in [%g, %g]", flag, s ? s : "", lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_int_list(const char *cmd, const char *flag, const char *s, long lo, long hi,
+                 long *out, int max) {
+    int n = 0;
+    const char *p = s;
+    char buf[64];
+    while (p && *p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0 || len >= sizeof buf || n >= max) {
+            cli_usage(cmd, "%s: '%s' is not a list of at most %d integers", flag, s, max);
+            return -1;
+        }
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        if (cli_int(cmd, flag, buf, lo, hi, &out[n]) < 0) return -1;
+        n++;
+        p = comma ? comma + 1 : NULL;
+        if (comma && !*p) {
+            cli_usage(cmd, "%s: '%s' ends with a comma", flag, s);
+            return -1;
+        }
+    }
+    if (n == 0) {
+        cli_usage(cmd, "%s: empty list", flag);
+        return -1;
+    }
+    return n;
+}
+
+const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        cli_usage(cmd, "%s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+char *cli_read_file(const char *path, size_t *len, tg_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        tg_fail(err, TG_ERR_IO, "%s: is a directory", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) break;
+        char *nb = cap > SIZE_MAX / 4 ? NULL : realloc(buf, cap * 2 + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) {
+        tg_fail(err, TG_ERR_NOMEM, "%s: out of memory reading the file", path);
+        return NULL;
+    }
+    if (bad) {
+        free(buf);
+        tg_fail(err, TG_ERR_IO, "%s: read error", path);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+int cli_out_open(cli_outfile *o, const char *path, tg_err *err) {
+    memset(o, 0, sizeof *o);
+    size_t n = strlen(path);
+    o->path = strdup(path);
+    o->tmp = malloc(n + 32);
+    if (!o->path || !o->tmp) {
+        cli_out_abort(o);
+        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    }
+    snprintf(o->tmp, n + 32, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        tg_status s = tg_fail(err, TG_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        cli_out_abort(o);
+        return s;
+    }
+    fchmod(fd, 0644);
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        close(fd);
+        cli_out_abort(o);
+        return tg_fail(err, TG_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    }
+    return TG_OK;
+}
+
+int cli_out_commit(cli_outfile *o, tg_err *err) {
+    int bad = fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0;
+    bad |= fclose(o->f) != 0;
+    o->f = NULL;
+    if (bad || rename(o->tmp, o->path) != 0) {
+        tg_status s = tg_fail(err, TG_ERR_IO, "%s: write failed: %s", o->path, strerror(errno));
+        cli_out_abort(o);
+        return s;
+    }
+    free(o->tmp);
+    free(o->path);
+    o->tmp = o->path = NULL;
+    return TG_OK;
+}
+
+void cli_out_abort(cli_outfile *o) {
+    if (o->f) fclose(o->f);
+    if (o->tmp) unlink(o->tmp);
+    free(o->tmp);
+    free(o->path);
+    memset(o, 0, sizeof *o);
+}
+
+const char *cli_default_model(void) {
+    static char buf[PATH_MAX];
+    const char *env = getenv("TINYGPT_MODEL");
+    if (env && *env) return env;
+    const char *cands[] = {TINYGPT_SOURCE_DIR "/weights/shakespeare-4h.gguf",
+                           TINYGPT_DATA_DIR "/shakespeare-4h.gguf"};
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        if (access(cands[i], R_OK) == 0) {
+            snprintf(buf, sizeof buf, "%s", cands[i]);
+            return buf;
+        }
+    }
+    return NULL;
+}

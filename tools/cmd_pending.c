@@ -1,0 +1,22 @@
+/* cmd_pending.c — commands whose issue is still open. Each one says so and
+ * fails; an implemented command moves to its own tools/cmd_NAME.c. */
+#include "tools/cli.h"
+
+#define PENDING(fn, name, issue)                                                  \
+    int fn(int argc, char **argv) {                                               \
+        (void)argc;                                                               \
+        (void)argv;                                                               \
+        return cli_error(name, "not implemented yet (tracked in issue #%d)", issue); \
+    }
+
+PENDING(cmd_generate, "generate", 4)
+PENDING(cmd_eval, "eval", 4)
+PENDING(cmd_tokenize, "tokenize", 4)
+PENDING(cmd_inspect, "inspect", 3)
+PENDING(cmd_convert, "convert", 3)
+PENDING(cmd_init, "init", 3)
+PENDING(cmd_train, "train", 5)
+PENDING(cmd_bench, "bench", 6)
+PENDING(cmd_profile, "profile", 6)
+PENDING(cmd_compare, "compare", 7)
+PENDING(cmd_attention, "attention", 7)

@@ -1,0 +1,87 @@
+/* gpt2.h — a GPT-2 checkpoint in memory: configuration, f32 weight views and
+ * the tokenizer vocabulary, loaded from GGUF (llama.cpp's `gpt2`
+ * architecture) or a Hugging Face GPT-2 folder, and written back as GGUF.
+ *
+ * Dimension legend: L layers, E embedding width, H heads, HS = E/H head size,
+ * F feed-forward width (4E for GPT-2), V vocabulary, C context length.
+ * Weight matrices are [OUT, IN] row-major (y = x · Wᵀ + b).
+ */
+#ifndef TINYGPT_WEIGHTS_GPT2_H
+#define TINYGPT_WEIGHTS_GPT2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/status.h"
+
+typedef struct tg_gpt2_config {
+    int n_layer;   /* L */
+    int n_head;    /* H */
+    int n_embd;    /* E */
+    int n_ctx;     /* C */
+    int n_vocab;   /* V */
+    int n_ff;      /* F */
+    float ln_eps;  /* layer_norm_epsilon (GPT-2: 1e-5) */
+} tg_gpt2_config;
+
+typedef struct tg_gpt2_layer {
+    const float *ln1_w, *ln1_b;   /* attn_norm   [E], [E] */
+    const float *qkv_w, *qkv_b;   /* attn_qkv    [3E, E], [3E]: rows Q, K, V, head-major */
+    const float *proj_w, *proj_b; /* attn_output [E, E], [E] */
+    const float *ln2_w, *ln2_b;   /* ffn_norm    [E], [E] */
+    const float *up_w, *up_b;     /* ffn_up      [F, E], [F] */
+    const float *down_w, *down_b; /* ffn_down    [E, F], [E] */
+} tg_gpt2_layer;
+
+typedef struct tg_gpt2_weights {
+    const float *wte;              /* token_embd    [V, E] */
+    const float *wpe;              /* position_embd [C, E] */
+    tg_gpt2_layer *layers;         /* [L] */
+    const float *lnf_w, *lnf_b;    /* output_norm   [E], [E] */
+    const float *lm_head;          /* output        [V, E]; == wte when tied */
+    int tied;                      /* 1 when output.weight was absent */
+} tg_gpt2_weights;
+
+/* The byte-level BPE vocabulary, as stored in `tokenizer.ggml.*` or in
+ * vocab.json + merges.txt. Token strings use GPT-2's byte→unicode mapping
+ * (UTF-8 encoded), exactly as in the files. */
+typedef struct tg_vocab {
+    int n_tokens;
+    char **tokens;        /* [n_tokens], NUL-terminated */
+    int32_t *token_type;  /* [n_tokens] (1 normal, 3 control, ...) or NULL */
+    int n_merges;
+    char **merges;        /* [n_merges] "left right", rank = index */
+    int bos_id, eos_id;   /* -1 if absent */
+    char *pre;            /* tokenizer.ggml.pre, or NULL */
+} tg_vocab;
+
+/* A loaded checkpoint: owns the mapping/allocations behind every pointer. */
+typedef struct tg_gpt2_model {
+    tg_gpt2_config cfg;
+    tg_gpt2_weights w;     /* all NULL for a vocab-only file */
+    tg_vocab vocab;
+    int has_weights;
+    char *path;
+    void *priv;            /* format-specific storage */
+} tg_gpt2_model;
+
+/* Loads a GGUF file, or a Hugging Face GPT-2 folder (config.json,
+ * model.safetensors, vocab.json, merges.txt), by inspecting `path`.
+ * Non-f32 tensors (F16, BF16, Q8_0) are converted to f32. With
+ * vocab_only, tensors are neither required nor loaded. */
+tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err);
+void tg_gpt2_free(tg_gpt2_model *m);
+
+typedef enum tg_dtype { TG_DTYPE_F32 = 0, TG_DTYPE_F16 = 1 } tg_dtype;
+
+/* Writes a gpt2 GGUF v3 (32-byte alignment, output.weight written even when
+ * tied, tokenizer metadata) to a temporary file beside `path`, then renames
+ * it into place. `extra` key/values are not supported yet. */
+tg_status tg_gpt2_save(const char *path, const tg_gpt2_config *cfg,
+                       const tg_gpt2_weights *w, const tg_vocab *vocab,
+                       tg_dtype dtype, tg_err *err);
+
+/* Number of parameters (lm_head counted only when untied). */
+size_t tg_gpt2_n_params(const tg_gpt2_config *cfg, int tied);
+
+#endif
