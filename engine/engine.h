@@ -71,6 +71,15 @@ typedef struct tg_kernels {
     /* y[N] = a[N] + b[N] (y may alias a or b) */
     void (*add)(float *y, const float *a, const float *b, int n);
 
+    /* s[P] = q[HS] · K[P,HS]ᵀ · scale  (attention scores of one query; K rows
+     * ldk floats apart). */
+    void (*attn_scores)(float *s, const float *q, const float *k, int n_pos,
+                        int hs, int ldk, float scale);
+
+    /* o[HS] = p[P] · V[P,HS]  (mix the values; V rows ldk floats apart) */
+    void (*attn_mix)(float *o, const float *p, const float *v, int n_pos, int hs,
+                     int ldk);
+
     /* Attention core for one head, one query (decode):
      *   s[P] = q[HS] · K[P,HS]ᵀ · scale;  p = softmax(s);  o[HS] = p · V[P,HS]
      * K and V rows are ldk floats apart (the cache stores all heads of a

@@ -70,21 +70,33 @@ static void add_ref(float *y, const float *a, const float *b, int n) {
     for (int i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights */
-static void attn_decode_ref(float *o, float *p, const float *q, const float *k,
-                            const float *v, int n_pos, int hs, int ldk, float scale) {
+/* s[P] = q[HS] · K[P,HS]ᵀ · scale */
+static void attn_scores_ref(float *s, const float *q, const float *k, int n_pos,
+                            int hs, int ldk, float scale) {
     for (int j = 0; j < n_pos; j++) {
         const float *kj = k + (size_t)j * ldk;
-        float s = 0.0f;
-        for (int i = 0; i < hs; i++) s += q[i] * kj[i];
-        p[j] = s * scale;
+        float acc = 0.0f;
+        for (int i = 0; i < hs; i++) acc += q[i] * kj[i];
+        s[j] = acc * scale;
     }
-    softmax_ref(p, n_pos);
+}
+
+/* o[HS] = p[P] · V[P,HS] */
+static void attn_mix_ref(float *o, const float *p, const float *v, int n_pos, int hs,
+                         int ldk) {
     for (int i = 0; i < hs; i++) o[i] = 0.0f;
     for (int j = 0; j < n_pos; j++) {
         const float *vj = v + (size_t)j * ldk;
         for (int i = 0; i < hs; i++) o[i] += p[j] * vj[i];
     }
+}
+
+/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights */
+static void attn_decode_ref(float *o, float *p, const float *q, const float *k,
+                            const float *v, int n_pos, int hs, int ldk, float scale) {
+    attn_scores_ref(p, q, k, n_pos, hs, ldk, scale);
+    softmax_ref(p, n_pos);
+    attn_mix_ref(o, p, v, n_pos, hs, ldk);
 }
 
 /* T causal queries; query t sees positions 0..pos0+t. The reference uses the
@@ -122,6 +134,8 @@ void tg_kernels_init_ref(tg_kernels *k) {
     k->layernorm = layernorm_ref;
     k->gelu = gelu_ref;
     k->add = add_ref;
+    k->attn_scores = attn_scores_ref;
+    k->attn_mix = attn_mix_ref;
     k->attn_decode = attn_decode_ref;
     k->attn_prefill = attn_prefill_ref;
 }

@@ -1,0 +1,84 @@
+/* gpt.h — the GPT-2 decoder at run time: forward pass (prefill and decode)
+ * over a KV cache, and the probe hook the profiler and the head comparison
+ * build on.
+ *
+ * Dimension legend (model/): L layers, H heads, E width, HS = E/H head size,
+ * F = feed-forward width, V vocabulary, C context, T tokens in a batch,
+ * P positions in the KV cache.
+ */
+#ifndef TINYGPT_MODEL_GPT_H
+#define TINYGPT_MODEL_GPT_H
+
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "weights/gpt2.h"
+
+/* The ops of a forward pass, in order; the profiler's rows. */
+typedef enum tg_op {
+    TG_OP_EMBED = 0,     /* token + position embedding */
+    TG_OP_LN1,           /* ln_1 */
+    TG_OP_QKV,           /* fused QKV projection  [T,E] -> [T,3E] */
+    TG_OP_ATTN_SCORES,   /* q·Kᵀ·scale per head */
+    TG_OP_ATTN_SOFTMAX,  /* softmax over the scores */
+    TG_OP_ATTN_MIX,      /* p·V per head */
+    TG_OP_ATTN_PROJ,     /* output projection + residual add */
+    TG_OP_LN2,           /* ln_2 */
+    TG_OP_MLP_UP,        /* [T,E] -> [T,F] */
+    TG_OP_GELU,
+    TG_OP_MLP_DOWN,      /* [T,F] -> [T,E] + residual add */
+    TG_OP_LNF,           /* final layernorm */
+    TG_OP_LM_HEAD,       /* [T,E] -> [T,V] */
+    TG_OP_SAMPLE,        /* sampler (timed by the caller) */
+    TG_OP_COUNT
+} tg_op;
+
+const char *tg_op_name(tg_op op); /* "embed", "ln_1", "qkv", "attn_scores", ... */
+
+/* The probe hook: off (NULL) by default and then free. When set, the forward
+ * pass calls op_begin/op_end around every op (layer = -1 outside the blocks;
+ * head = -1 unless the op is per head; ith = worker thread), and, if
+ * attn is set, hands over the attention weights of every query:
+ * p[n_pos] for (layer, head, query position qpos). With a probe attached,
+ * attention runs unfused (scores, softmax, mix) so each part is timed and
+ * the weights exist. Callbacks run on worker threads: they must only touch
+ * memory indexed by ith (or their own locks). */
+typedef struct tg_probe {
+    void *user;
+    void (*op_begin)(void *user, tg_op op, int layer, int head, int ith);
+    void (*op_end)(void *user, tg_op op, int layer, int head, int ith);
+    void (*attn)(void *user, int layer, int head, int qpos, const float *p, int n_pos);
+} tg_probe;
+
+typedef struct tg_gpt_opts {
+    int n_threads;      /* >= 1 */
+    const char *isa;    /* NULL: $TINYGPT_ISA or the best the CPU has */
+    int n_ctx;          /* KV cache length; 0 = the model's context */
+} tg_gpt_opts;
+
+typedef struct tg_gpt tg_gpt; /* engine, pool, weights view, KV cache, scratch */
+
+tg_status tg_gpt_create(tg_gpt **out, const tg_gpt2_model *m, const tg_gpt_opts *opts,
+                        tg_err *err);
+void tg_gpt_free(tg_gpt *g);
+
+const tg_gpt2_config *tg_gpt_config(const tg_gpt *g);
+const tg_engine *tg_gpt_engine(const tg_gpt *g);
+tg_pool *tg_gpt_pool(tg_gpt *g);
+
+/* Runs tokens[T] at positions pos..pos+T-1, appending their keys/values to
+ * the cache (which must already hold positions 0..pos-1). T > 1 is the
+ * prefill (GEMM path), T == 1 a decode step. Writes logits[T,V] when
+ * all_logits, else only the last token's logits[V]. pos + T beyond the
+ * cache length is TG_ERR_RANGE; token ids outside [0,V) are TG_ERR_ARG. */
+tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *logits,
+                         int all_logits, tg_err *err);
+
+/* Attaches (or, with NULL, detaches) a probe. */
+void tg_gpt_set_probe(tg_gpt *g, const tg_probe *probe);
+
+/* Head ablation for the comparison tools: mask[L*H], 0 zeroes that head's
+ * output before the projection; NULL keeps every head. Copied. */
+tg_status tg_gpt_set_head_mask(tg_gpt *g, const uint8_t *mask, tg_err *err);
+
+#endif
