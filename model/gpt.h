@@ -65,6 +65,7 @@ void tg_gpt_free(tg_gpt *g);
 const tg_gpt2_config *tg_gpt_config(const tg_gpt *g);
 const tg_engine *tg_gpt_engine(const tg_gpt *g);
 tg_pool *tg_gpt_pool(tg_gpt *g);
+int tg_gpt_n_ctx(const tg_gpt *g); /* C: the KV cache length */
 
 /* Runs tokens[T] at positions pos..pos+T-1, appending their keys/values to
  * the cache (which must already hold positions 0..pos-1). T > 1 is the

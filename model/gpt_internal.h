@@ -1,0 +1,50 @@
+/* gpt_internal.h — the run-time state behind tg_gpt, shared by gpt.c and
+ * attention.c (not part of the public contract). Shapes use the legend of
+ * model/gpt.h. */
+#ifndef TINYGPT_MODEL_GPT_INTERNAL_H
+#define TINYGPT_MODEL_GPT_INTERNAL_H
+
+#include "model/gpt.h"
+
+struct tg_gpt {
+    tg_gpt2_config cfg;
+    tg_gpt2_weights w;     /* views into the caller's model (not owned) */
+    tg_engine eng;
+    tg_pool *pool;
+    int n_threads;
+    int n_ctx;             /* C: KV cache length (<= cfg.n_ctx) */
+
+    /* KV cache: per layer [C, E] for K and for V, all heads of a position
+     * contiguous, so head h of position j is at j*E + h*HS. */
+    float *k_cache, *v_cache; /* [L, C, E] */
+
+    /* Activations for up to cap_t tokens (grown on demand, at most C). */
+    int cap_t;
+    float *x;      /* [T, E]  residual stream */
+    float *xn;     /* [T, E]  layernormed input of a sub-block */
+    float *qkv;    /* [T, 3E] fused projection: q | k | v, each head-major */
+    float *att;    /* [T, E]  heads concatenated, before the projection */
+    float *tmp;    /* [T, E]  projection output before the residual add */
+    float *up;     /* [T, F]  MLP hidden pre-activation */
+    float *act;    /* [T, F]  GELU(up) */
+    float *p;      /* [n_threads, C] attention weights (unfused path) */
+
+    tg_probe probe_store;
+    const tg_probe *probe; /* &probe_store, or NULL when off */
+    uint8_t *head_mask;    /* [L*H], or NULL: every head on */
+};
+
+/* att[T,E] = causal multi-head attention of the T queries in qkv[T,3E]
+ * (positions pos..pos+T-1) over the cache of `layer`, which already holds
+ * positions 0..pos+T-1. Heads (and, in prefill, fixed blocks of queries)
+ * are the pool's work items. */
+void tg_attention(tg_gpt *g, int layer, int pos, int T);
+
+static inline void tg_probe_begin(const tg_gpt *g, tg_op op, int layer, int head, int ith) {
+    if (g->probe && g->probe->op_begin) g->probe->op_begin(g->probe->user, op, layer, head, ith);
+}
+static inline void tg_probe_end(const tg_gpt *g, tg_op op, int layer, int head, int ith) {
+    if (g->probe && g->probe->op_end) g->probe->op_end(g->probe->user, op, layer, head, ith);
+}
+
+#endif
