@@ -1,0 +1,299 @@
+/* test_sampler.c — the sampler against an independent computation of each
+ * rule (in double, sorting the whole vocabulary): filtered tokens are never
+ * picked, the empirical frequencies match the expected distribution (within
+ * 5 binomial standard deviations, with fixed seeds so the test is
+ * deterministic), greedy is argmax, the penalty and the seeds behave. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/sampler.h"
+
+#define V 97
+#define DRAWS 50000
+
+static void random_logits(float *x, int n, unsigned seed, float spread) {
+    srand(seed);
+    for (int i = 0; i < n; i++) x[i] = spread * ((float)rand() / (float)RAND_MAX - 0.5f);
+}
+
+static tg_sampler *make(tg_sampler_params p, int n) {
+    tg_sampler *s = NULL;
+    tg_err err;
+    cr_assert_eq(tg_sampler_create(&s, &p, n, &err), TG_OK, "%s", err.msg);
+    return s;
+}
+
+static tg_sampler_params plain(float temp, uint64_t seed) {
+    tg_sampler_params p = {.temp = temp, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,
+                           .repeat_penalty = 1.0f, .repeat_window = 64, .seed = seed};
+    return p;
+}
+
+/* The reference: p[V] = the distribution the sampler should draw from. */
+typedef struct ranked {
+    int id;
+    double v;
+} ranked;
+static int cmp_ranked(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return x->id - y->id;
+}
+static void expected(double *p, const float *x, int n, tg_sampler_params sp) {
+    ranked r[V];
+    double mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = fmax(mx, (double)x[i]);
+    for (int i = 0; i < n; i++) r[i] = (ranked){i, (double)x[i]};
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+    int keep = sp.top_k > 0 && sp.top_k < n ? sp.top_k : n;
+    double sum = 0;
+    for (int i = 0; i < keep; i++) sum += exp((r[i].v - mx) / sp.temp);
+    for (int i = 0; i < keep; i++) r[i].v = exp((r[i].v - mx) / sp.temp) / sum;
+    if (sp.top_p < 1.0f) {
+        double cum = 0;
+        for (int i = 0; i < keep; i++) {
+            cum += r[i].v;
+            if (cum >= sp.top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    double pmax = r[0].v;
+    int m = 0;
+    for (int i = 0; i < keep; i++)
+        if (r[i].v >= sp.min_p * pmax) r[m++] = r[i];
+    keep = m;
+    for (int i = 0; i < n; i++) p[i] = 0;
+    double tot = 0;
+    for (int i = 0; i < keep; i++) tot += r[i].v;
+    for (int i = 0; i < keep; i++) p[r[i].id] = r[i].v / tot;
+}
+
+/* Draws DRAWS tokens; every one must have expected probability > 0, and the
+ * counts must fit the expected distribution: Pearson's chi-square over the
+ * allowed tokens below df + 6 sqrt(2 df) (df = allowed - 1; about 6 sigma
+ * of the chi-square distribution, deterministic with a fixed seed). */
+static void check_distribution(tg_sampler_params sp, const float *x, const char *what) {
+    double p[V];
+    expected(p, x, V, sp);
+    tg_sampler *s = make(sp, V);
+    int count[V] = {0};
+    for (int d = 0; d < DRAWS; d++) {
+        int t = tg_sampler_sample(s, x);
+        cr_assert(t >= 0 && t < V, "%s: token %d out of range", what, t);
+        cr_assert(p[t] > 0, "%s: picked token %d, which the rule excludes", what, t);
+        count[t]++;
+    }
+    double chi2 = 0;
+    int allowed = 0;
+    for (int i = 0; i < V; i++) {
+        if (p[i] <= 0) continue;
+        allowed++;
+        double e = DRAWS * p[i];
+        chi2 += (count[i] - e) * (count[i] - e) / e;
+    }
+    double df = allowed > 1 ? allowed - 1 : 1;
+    cr_assert(chi2 <= df + 6 * sqrt(2 * df), "%s: chi-square %.1f over %d tokens (limit %.1f)",
+              what, chi2, allowed, df + 6 * sqrt(2 * df));
+    tg_sampler_free(s);
+}
+
+Test(sampler, greedy_is_argmax_lowest_id_on_ties) {
+    float x[V];
+    tg_sampler *s = make(plain(0.0f, 1), V);
+    for (unsigned k = 0; k < 50; k++) {
+        random_logits(x, V, k, 10.0f);
+        int best = 0;
+        for (int i = 1; i < V; i++)
+            if (x[i] > x[best]) best = i;
+        cr_assert_eq(tg_sampler_sample(s, x), best);
+    }
+    for (int i = 0; i < V; i++) x[i] = 1.0f;
+    x[40] = x[17] = 2.0f;
+    cr_assert_eq(tg_sampler_sample(s, x), 17);
+    tg_sampler_free(s);
+}
+
+Test(sampler, temperature_matches_softmax) {
+    float x[V];
+    random_logits(x, V, 7, 6.0f);
+    check_distribution(plain(1.0f, 11), x, "temp 1");
+    check_distribution(plain(0.5f, 12), x, "temp 0.5");
+    check_distribution(plain(3.0f, 13), x, "temp 3");
+}
+
+Test(sampler, temperature_extremes) {
+    float x[V];
+    random_logits(x, V, 8, 6.0f);
+    int best = 0;
+    for (int i = 1; i < V; i++)
+        if (x[i] > x[best]) best = i;
+    /* Very cold: the argmax every time (the gap is >> temp). */
+    tg_sampler *cold = make(plain(1e-4f, 5), V);
+    for (int d = 0; d < 1000; d++) cr_assert_eq(tg_sampler_sample(cold, x), best);
+    tg_sampler_free(cold);
+    /* Very hot: close to uniform — every token shows up. */
+    tg_sampler *hot = make(plain(100.0f, 5), V);
+    int seen[V] = {0};
+    for (int d = 0; d < DRAWS; d++) seen[tg_sampler_sample(hot, x)] = 1;
+    for (int i = 0; i < V; i++) cr_assert(seen[i], "token %d never drawn at temp 100", i);
+    tg_sampler_free(hot);
+}
+
+Test(sampler, top_k_never_picks_outside) {
+    float x[V];
+    random_logits(x, V, 9, 4.0f);
+    for (int k = 1; k <= 10; k += 3) {
+        tg_sampler_params sp = plain(1.0f, 100 + (uint64_t)k);
+        sp.top_k = k;
+        check_distribution(sp, x, "top-k");
+    }
+}
+
+Test(sampler, top_p_never_picks_outside) {
+    float x[V];
+    random_logits(x, V, 10, 8.0f);
+    float ps[] = {0.0f, 0.3f, 0.7f, 0.95f};
+    for (int i = 0; i < 4; i++) {
+        tg_sampler_params sp = plain(1.0f, 200 + (uint64_t)i);
+        sp.top_p = ps[i];
+        check_distribution(sp, x, "top-p");
+    }
+}
+
+Test(sampler, min_p_never_picks_outside) {
+    float x[V];
+    random_logits(x, V, 11, 8.0f);
+    float ms[] = {0.01f, 0.1f, 0.5f, 1.0f};
+    for (int i = 0; i < 4; i++) {
+        tg_sampler_params sp = plain(1.3f, 300 + (uint64_t)i);
+        sp.min_p = ms[i];
+        check_distribution(sp, x, "min-p");
+    }
+}
+
+Test(sampler, combined_filters) {
+    float x[V];
+    random_logits(x, V, 12, 8.0f);
+    tg_sampler_params sp = plain(0.8f, 400);
+    sp.top_k = 20;
+    sp.top_p = 0.9f;
+    sp.min_p = 0.05f;
+    check_distribution(sp, x, "top-k + top-p + min-p");
+}
+
+Test(sampler, repetition_penalty) {
+    float x[V];
+    for (int i = 0; i < V; i++) x[i] = 0.0f;
+    x[3] = 2.0f;  /* best */
+    x[5] = 1.5f;  /* second */
+    x[8] = -1.0f;
+    tg_sampler_params sp = plain(0.0f, 0);
+    sp.repeat_penalty = 1.5f;
+    sp.repeat_window = 4;
+    tg_sampler *s = make(sp, V);
+    cr_assert_eq(tg_sampler_sample(s, x), 3);
+    tg_sampler_accept(s, 3); /* 2.0 / 1.5 = 1.33 < 1.5 */
+    cr_assert_eq(tg_sampler_sample(s, x), 5);
+    tg_sampler_accept(s, 5);
+    tg_sampler_accept(s, 5);
+    tg_sampler_accept(s, 5); /* window of 4 now: 3 5 5 5 */
+    cr_assert_eq(tg_sampler_sample(s, x), 3); /* 1.33 vs 1.0 */
+    tg_sampler_accept(s, 5); /* 5 5 5 5: token 3 has dropped out */
+    cr_assert_eq(tg_sampler_sample(s, x), 3);
+    x[3] = 0.0f;
+    x[7] = 0.9f;
+    /* 5 is in the window four times but penalised once: 1.0 > 0.9 */
+    cr_assert_eq(tg_sampler_sample(s, x), 5);
+    x[3] = 2.0f;
+    cr_assert_eq(x[3], 2.0f, "the caller's logits are not modified");
+    tg_sampler_free(s);
+    /* Negative logits are multiplied: a penalised token gets less likely. */
+    for (int i = 0; i < V; i++) x[i] = -1.0f;
+    x[8] = -0.9f;
+    s = make(sp, V);
+    tg_sampler_accept(s, 8); /* -0.9 * 1.5 = -1.35 */
+    cr_assert_eq(tg_sampler_sample(s, x), 0);
+    tg_sampler_free(s);
+}
+
+static void draw_seq(uint64_t seed, int *out, int n, const float *x) {
+    tg_sampler_params sp = plain(1.0f, seed);
+    tg_sampler *s = make(sp, V);
+    for (int i = 0; i < n; i++) out[i] = tg_sampler_sample(s, x);
+    tg_sampler_free(s);
+}
+
+Test(sampler, seeds) {
+    float x[V];
+    for (int i = 0; i < V; i++) x[i] = 0.0f; /* uniform */
+    int a[64], b[64], c[64], z[64];
+    draw_seq(42, a, 64, x);
+    draw_seq(42, b, 64, x);
+    draw_seq(43, c, 64, x);
+    draw_seq(0, z, 64, x);
+    cr_assert(!memcmp(a, b, sizeof a), "same seed, same draws");
+    cr_assert(memcmp(a, c, sizeof a), "another seed, other draws");
+    int distinct = 0, seen[V] = {0};
+    for (int i = 0; i < 64; i++) distinct += !seen[z[i]]++;
+    cr_assert_gt(distinct, 30, "seed 0 draws look random (%d distinct of 64)", distinct);
+    /* reset restarts the sequence */
+    tg_sampler *s = make(plain(1.0f, 42), V);
+    for (int i = 0; i < 10; i++) tg_sampler_sample(s, x);
+    tg_sampler_reset(s);
+    for (int i = 0; i < 64; i++) cr_assert_eq(tg_sampler_sample(s, x), a[i]);
+    tg_sampler_free(s);
+}
+
+Test(sampler, uniform_draws_in_unit_interval) {
+    tg_sampler *s = make(plain(1.0f, 0), V);
+    double sum = 0;
+    for (int i = 0; i < 100000; i++) {
+        double u = tg_sampler_uniform(s);
+        cr_assert(u >= 0.0 && u < 1.0);
+        sum += u;
+    }
+    /* mean of 1e5 uniforms: sd = sqrt(1/12/1e5) = 0.00091 */
+    cr_assert(fabs(sum / 100000 - 0.5) < 0.0046);
+    tg_sampler_free(s);
+}
+
+Test(sampler, minus_infinity_is_never_picked) {
+    float x[V];
+    for (int i = 0; i < V; i++) x[i] = -INFINITY;
+    x[60] = 0.0f;
+    x[61] = 0.0f;
+    tg_sampler *s = make(plain(1.0f, 3), V);
+    for (int d = 0; d < 1000; d++) {
+        int t = tg_sampler_sample(s, x);
+        cr_assert(t == 60 || t == 61);
+    }
+    tg_sampler_free(s);
+}
+
+Test(sampler, bad_parameters) {
+    tg_sampler *s;
+    tg_err err;
+    tg_sampler_params bad[] = {plain(-0.1f, 0), plain(NAN, 0), plain(101.0f, 0)};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(tg_sampler_create(&s, &bad[i], V, &err), TG_ERR_ARG);
+        cr_assert(strstr(err.msg, "[0, 100]"), "message names the range: %s", err.msg);
+    }
+    tg_sampler_params p = plain(1.0f, 0);
+    p.top_p = 1.5f;
+    cr_assert_eq(tg_sampler_create(&s, &p, V, &err), TG_ERR_ARG);
+    p = plain(1.0f, 0);
+    p.min_p = -0.5f;
+    cr_assert_eq(tg_sampler_create(&s, &p, V, &err), TG_ERR_ARG);
+    p = plain(1.0f, 0);
+    p.repeat_penalty = 0.5f;
+    cr_assert_eq(tg_sampler_create(&s, &p, V, &err), TG_ERR_ARG);
+    p = plain(1.0f, 0);
+    p.top_k = -1;
+    cr_assert_eq(tg_sampler_create(&s, &p, V, &err), TG_ERR_ARG);
+    p = plain(1.0f, 0);
+    cr_assert_eq(tg_sampler_create(&s, &p, 0, &err), TG_ERR_ARG);
+}
