@@ -84,4 +84,38 @@ tg_status tg_gpt2_save(const char *path, const tg_gpt2_config *cfg,
 /* Number of parameters (lm_head counted only when untied). */
 size_t tg_gpt2_n_params(const tg_gpt2_config *cfg, int tied);
 
+/* ---- additions (weights issue #3) ---------------------------------------- */
+
+struct tg_gguf;
+struct tg_gguf_writer;
+
+/* The GGUF file behind a loaded model (for extra keys and tensors, see
+ * weights/gguf.h), or NULL when it came from a Hugging Face folder. */
+const struct tg_gguf *tg_gpt2_gguf(const tg_gpt2_model *m);
+
+/* Checks a configuration: positive sizes, E % H == 0, sane limits. */
+tg_status tg_gpt2_config_check(const tg_gpt2_config *cfg, const char *where, tg_err *err);
+
+/* Adds the gpt2 metadata, the tokenizer (if vocab has tokens) and every
+ * tensor (w may be NULL for a vocab-only file) to a GGUF writer; the caller
+ * may add its own keys and tensors before writing it with tg_gguf_write.
+ * This is tg_gpt2_save with extras (e.g. a trainer's step count and
+ * optimizer state). Weights are borrowed until the write. With
+ * TG_DTYPE_F16, matrices are stored F16 and 1-D tensors F32 (llama.cpp's
+ * convention). A tied model gets an explicit output.weight plus the key
+ * `tinygpt.tied_embeddings = true`, which makes the loader tie it again. */
+tg_status tg_gpt2_to_gguf(struct tg_gguf_writer *gw, const tg_gpt2_config *cfg,
+                          const tg_gpt2_weights *w, const tg_vocab *vocab, tg_dtype dtype,
+                          tg_err *err);
+
+/* Frees a vocabulary's strings and arrays (not the struct), leaving it empty. */
+void tg_vocab_free(tg_vocab *v);
+/* A byte-level vocabulary: the 256 GPT-2 byte tokens (ids = byte values in
+ * GPT-2's byte→unicode order, i.e. token i is the byte i) and
+ * "<|endoftext|>" as id 256 (bos = eos = 256), no merges. */
+tg_status tg_vocab_bytes(tg_vocab *v, tg_err *err);
+/* Loads vocab.json + merges.txt from a Hugging Face folder. n_min pads the
+ * vocabulary to at least that many tokens ("[PADi]", as llama.cpp does). */
+tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err);
+
 #endif

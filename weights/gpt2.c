@@ -1,0 +1,547 @@
+/* gpt2.c — the `gpt2` binding of GGUF (llama.cpp's conventions): config
+ * from metadata, weights looked up by name and checked against the config,
+ * the tokenizer, and the writer side. */
+#include "weights/gpt2.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "weights/gguf.h"
+#include "weights/internal.h"
+
+/* ---- shared helpers -------------------------------------------------------- */
+
+float *store_alloc(gpt2_store *st, size_t n) {
+    if (st->n_bufs == st->cap_bufs) {
+        size_t cap = st->cap_bufs ? st->cap_bufs * 2 : 64;
+        float **b = realloc(st->bufs, cap * sizeof *b);
+        if (!b) return NULL;
+        st->bufs = b;
+        st->cap_bufs = cap;
+    }
+    float *p = malloc(n ? n * sizeof(float) : sizeof(float));
+    if (p) st->bufs[st->n_bufs++] = p;
+    return p;
+}
+
+char *wt_read_file(const char *path, size_t max, size_t *len, tg_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return tg_fail(err, TG_ERR_IO, "%s: cannot open: %m", path), NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        tg_fail(err, TG_ERR_IO, "%s: not a regular file", path);
+        return NULL;
+    }
+    if ((uint64_t)st.st_size > max) {
+        fclose(f);
+        tg_fail(err, TG_ERR_FORMAT, "%s: %lld bytes is more than the %zu allowed", path,
+                (long long)st.st_size, max);
+        return NULL;
+    }
+    size_t n = (size_t)st.st_size;
+    char *b = malloc(n + 1);
+    if (!b) {
+        fclose(f);
+        tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    size_t got = fread(b, 1, n, f);
+    int bad = ferror(f) || got != n;
+    fclose(f);
+    if (bad) {
+        free(b);
+        tg_fail(err, TG_ERR_IO, "%s: read error", path);
+        return NULL;
+    }
+    b[n] = 0;
+    *len = n;
+    return b;
+}
+
+void gpt2_byte_token(int b, char out[3]) {
+    /* bytes_to_unicode(): printable Latin-1 bytes map to themselves, the rest
+     * (0-32, 127-160, 173) to 256, 257, ... in byte order */
+    int printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    int cp = b;
+    if (!printable) {
+        int n = 0;
+        for (int x = 0; x < b; x++)
+            if (!((x >= '!' && x <= '~') || (x >= 0xa1 && x <= 0xac) || (x >= 0xae && x <= 0xff))) n++;
+        cp = 256 + n;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        out[1] = 0;
+    } else {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        out[2] = 0;
+    }
+}
+
+/* ---- the tensor layout ------------------------------------------------------ */
+
+static const char *const layer_parts[12] = {
+    "attn_norm.weight", "attn_norm.bias", "attn_qkv.weight", "attn_qkv.bias",
+    "attn_output.weight", "attn_output.bias", "ffn_norm.weight", "ffn_norm.bias",
+    "ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias"};
+
+int gpt2_n_slots(const tg_gpt2_config *cfg) { return 5 + 12 * cfg->n_layer; }
+
+static void slot(gpt2_slot *s, const char *name, int layer, const char *part, const float **dst,
+                 int64_t rows, int64_t cols) {
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->layer = layer;
+    s->part = part;
+    s->dst = dst;
+    s->n_dims = cols ? 2 : 1;
+    s->shape[0] = rows;
+    s->shape[1] = cols;
+}
+
+int gpt2_slots(const tg_gpt2_config *c, tg_gpt2_weights *w, gpt2_slot *s) {
+    int64_t E = c->n_embd, F = c->n_ff, V = c->n_vocab, C = c->n_ctx;
+    int n = 0;
+    slot(&s[n++], "token_embd.weight", -1, "token_embd.weight", &w->wte, V, E);
+    slot(&s[n++], "position_embd.weight", -1, "position_embd.weight", &w->wpe, C, E);
+    for (int l = 0; l < c->n_layer; l++) {
+        tg_gpt2_layer *L = &w->layers[l];
+        const float **dst[12] = {&L->ln1_w, &L->ln1_b, &L->qkv_w, &L->qkv_b, &L->proj_w, &L->proj_b,
+                                 &L->ln2_w, &L->ln2_b, &L->up_w, &L->up_b, &L->down_w, &L->down_b};
+        const int64_t rows[12] = {E, E, 3 * E, 3 * E, E, E, E, E, F, F, E, E};
+        const int64_t cols[12] = {0, 0, E, 0, E, 0, 0, 0, E, 0, F, 0};
+        for (int k = 0; k < 12; k++) {
+            char name[48];
+            snprintf(name, sizeof name, "blk.%d.%s", l, layer_parts[k]);
+            slot(&s[n++], name, l, layer_parts[k], dst[k], rows[k], cols[k]);
+        }
+    }
+    slot(&s[n++], "output_norm.weight", -1, "output_norm.weight", &w->lnf_w, E, 0);
+    slot(&s[n++], "output_norm.bias", -1, "output_norm.bias", &w->lnf_b, E, 0);
+    slot(&s[n++], "output.weight", -1, "output.weight", &w->lm_head, V, E);
+    return n;
+}
+
+size_t tg_gpt2_n_params(const tg_gpt2_config *c, int tied) {
+    size_t E = (size_t)c->n_embd, F = (size_t)c->n_ff, V = (size_t)c->n_vocab, C = (size_t)c->n_ctx;
+    size_t per_layer = 2 * E + 3 * E * E + 3 * E + E * E + E + 2 * E + F * E + F + E * F + E;
+    return V * E + C * E + (size_t)c->n_layer * per_layer + 2 * E + (tied ? 0 : V * E);
+}
+
+tg_status tg_gpt2_config_check(const tg_gpt2_config *c, const char *where, tg_err *err) {
+    if (c->n_layer < 1 || c->n_layer > 4096)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: block count %d outside [1, 4096]", where, c->n_layer);
+    if (c->n_head < 1 || c->n_head > 4096)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: head count %d outside [1, 4096]", where, c->n_head);
+    if (c->n_embd < 1 || c->n_embd > (1 << 16))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: embedding length %d outside [1, 65536]", where, c->n_embd);
+    if (c->n_embd % c->n_head)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: embedding length %d is not a multiple of the head count %d",
+                       where, c->n_embd, c->n_head);
+    if (c->n_ctx < 1 || c->n_ctx > (1 << 20))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: context length %d outside [1, 1048576]", where, c->n_ctx);
+    if (c->n_ff < 1 || c->n_ff > (1 << 20))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: feed-forward length %d outside [1, 1048576]", where, c->n_ff);
+    if (c->n_vocab < 1 || c->n_vocab > (1 << 24))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: vocabulary size %d outside [1, 16777216]", where, c->n_vocab);
+    if (!(c->ln_eps > 0 && c->ln_eps < 1))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: layer_norm_epsilon %g outside (0, 1)", where, (double)c->ln_eps);
+    return TG_OK;
+}
+
+/* ---- vocabulary ------------------------------------------------------------- */
+
+void tg_vocab_free(tg_vocab *v) {
+    for (int i = 0; v->tokens && i < v->n_tokens; i++) free(v->tokens[i]);
+    for (int i = 0; v->merges && i < v->n_merges; i++) free(v->merges[i]);
+    free(v->tokens);
+    free(v->merges);
+    free(v->token_type);
+    free(v->pre);
+    memset(v, 0, sizeof *v);
+    v->bos_id = v->eos_id = -1;
+}
+
+tg_status tg_vocab_bytes(tg_vocab *v, tg_err *err) {
+    memset(v, 0, sizeof *v);
+    v->bos_id = v->eos_id = 256;
+    v->tokens = calloc(257, sizeof *v->tokens);
+    v->token_type = calloc(257, sizeof *v->token_type);
+    v->pre = strdup("gpt-2");
+    if (!v->tokens || !v->token_type || !v->pre) goto oom;
+    v->n_tokens = 257;
+    for (int b = 0; b < 256; b++) {
+        char t[3];
+        gpt2_byte_token(b, t);
+        if (!(v->tokens[b] = strdup(t))) goto oom;
+        v->token_type[b] = 1;
+    }
+    if (!(v->tokens[256] = strdup("<|endoftext|>"))) goto oom;
+    v->token_type[256] = 3;
+    return TG_OK;
+oom:
+    tg_vocab_free(v);
+    return tg_fail(err, TG_ERR_NOMEM, "byte vocabulary: out of memory");
+}
+
+static char *dup_checked(const char *s, size_t len) {
+    if (memchr(s, 0, len)) return NULL;
+    char *d = malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = 0;
+    }
+    return d;
+}
+
+/* tokenizer.ggml.* -> vocab. */
+static tg_status vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required, tg_err *err) {
+    memset(v, 0, sizeof *v);
+    v->bos_id = v->eos_id = -1;
+    const char *s;
+    size_t len;
+    const tg_gguf_kv *model = tg_gguf_find_kv(g, "tokenizer.ggml.model");
+    if (!model) {
+        if (required) return tg_fail(err, TG_ERR_FORMAT, "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", path);
+        return TG_OK;
+    }
+    tg_status st = tg_gguf_get_str(g, "tokenizer.ggml.model", &s, &len, err);
+    if (st) return st;
+    if (len != 4 || memcmp(s, "gpt2", 4))
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model is '%.*s', only 'gpt2' (byte-level BPE) is supported",
+                       path, (int)(len > 64 ? 64 : len), s);
+    const tg_gguf_kv *tok = tg_gguf_find_kv(g, "tokenizer.ggml.tokens");
+    if (!tok || tok->type != TG_GGUF_ARRAY || tok->arr_type != TG_GGUF_STRING)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.tokens is missing or not an array of strings", path);
+    if (tok->n < 1 || tok->n > (1 << 24))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.tokens has %" PRIu64 " entries (1 to 2^24 allowed)", path, tok->n);
+    int n = (int)tok->n;
+    if (!(v->tokens = calloc((size_t)n, sizeof *v->tokens))) goto oom;
+    v->n_tokens = n;
+    for (int i = 0; i < n; i++) {
+        tg_gguf_kv_str(g, tok, (uint64_t)i, &s, &len);
+        if (!(v->tokens[i] = dup_checked(s, len))) {
+            if (memchr(s, 0, len))
+                return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%d] contains a NUL byte", path, i);
+            goto oom;
+        }
+    }
+    const tg_gguf_kv *tt = tg_gguf_find_kv(g, "tokenizer.ggml.token_type");
+    if (tt) {
+        if (tt->type != TG_GGUF_ARRAY || tt->arr_type != TG_GGUF_INT32 || tt->n != tok->n)
+            return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.token_type must be an int32 array of %d entries", path, n);
+        if (!(v->token_type = malloc((size_t)n * sizeof *v->token_type))) goto oom;
+        for (int i = 0; i < n; i++) v->token_type[i] = (int32_t)tg_gguf_kv_int(tt, (uint64_t)i);
+    }
+    const tg_gguf_kv *mg = tg_gguf_find_kv(g, "tokenizer.ggml.merges");
+    if (mg) {
+        if (mg->type != TG_GGUF_ARRAY || mg->arr_type != TG_GGUF_STRING || mg->n > (1 << 24))
+            return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.merges must be an array of strings", path);
+        int nm = (int)mg->n;
+        if (!(v->merges = calloc(nm ? (size_t)nm : 1, sizeof *v->merges))) goto oom;
+        v->n_merges = nm;
+        for (int i = 0; i < nm; i++) {
+            tg_gguf_kv_str(g, mg, (uint64_t)i, &s, &len);
+            const char *sp = memchr(s, ' ', len);
+            if (!sp || sp == s || sp == s + len - 1 || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
+                return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.merges[%d] is not 'left right'", path, i);
+            if (!(v->merges[i] = dup_checked(s, len))) {
+                if (memchr(s, 0, len))
+                    return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.merges[%d] contains a NUL byte", path, i);
+                goto oom;
+            }
+        }
+    }
+    const char *ids[2] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
+    int *dst[2] = {&v->bos_id, &v->eos_id};
+    for (int k = 0; k < 2; k++) {
+        if (!tg_gguf_find_kv(g, ids[k])) continue;
+        uint64_t id;
+        if ((st = tg_gguf_get_uint(g, ids[k], &id, err))) return st;
+        if (id >= (uint64_t)n)
+            return tg_fail(err, TG_ERR_FORMAT, "%s: %s = %" PRIu64 " is not a token id (vocabulary of %d)", path, ids[k], id, n);
+        *dst[k] = (int)id;
+    }
+    if (tg_gguf_find_kv(g, "tokenizer.ggml.pre")) {
+        if ((st = tg_gguf_get_str(g, "tokenizer.ggml.pre", &s, &len, err))) return st;
+        if (!(v->pre = dup_checked(s, len)))
+            return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.pre is not a valid string", path);
+    }
+    return TG_OK;
+oom:
+    return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory reading the tokenizer", path);
+}
+
+/* ---- GGUF -> model ---------------------------------------------------------- */
+
+static tg_status get_int_key(const tg_gguf *g, const char *key, int *out, const char *path, tg_err *err) {
+    uint64_t v;
+    if (!tg_gguf_find_kv(g, key)) return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' is missing", path, key);
+    tg_status s = tg_gguf_get_uint(g, key, &v, err);
+    if (s) return s;
+    if (v > INT32_MAX) return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' = %" PRIu64 " is too large", path, key, v);
+    *out = (int)v;
+    return TG_OK;
+}
+
+static tg_status config_from_gguf(tg_gpt2_config *c, const tg_gguf *g, const char *path, tg_err *err) {
+    const char *arch;
+    size_t len;
+    tg_status s = tg_gguf_get_str(g, "general.architecture", &arch, &len, err);
+    if (s == TG_ERR_ARG) return tg_fail(err, TG_ERR_FORMAT, "%s: key 'general.architecture' is missing", path);
+    if (s) return s;
+    if (len != 4 || memcmp(arch, "gpt2", 4))
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: architecture '%.*s' is not supported (only gpt2)", path,
+                       (int)(len > 64 ? 64 : len), arch);
+    struct { const char *key; int *dst; } keys[] = {
+        {"gpt2.block_count", &c->n_layer},         {"gpt2.context_length", &c->n_ctx},
+        {"gpt2.embedding_length", &c->n_embd},     {"gpt2.feed_forward_length", &c->n_ff},
+        {"gpt2.attention.head_count", &c->n_head},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if ((s = get_int_key(g, keys[i].key, keys[i].dst, path, err))) return s;
+    double eps;
+    if (!tg_gguf_find_kv(g, "gpt2.attention.layer_norm_epsilon"))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: key 'gpt2.attention.layer_norm_epsilon' is missing", path);
+    if ((s = tg_gguf_get_float(g, "gpt2.attention.layer_norm_epsilon", &eps, err))) return s;
+    c->ln_eps = (float)eps;
+    return TG_OK;
+}
+
+/* Finds a tensor and checks its shape (numpy order) against the config. */
+static tg_status find_checked(const tg_gguf *g, const gpt2_slot *sl, const char *path,
+                              const tg_gguf_tensor **out, tg_err *err) {
+    const tg_gguf_tensor *t = tg_gguf_find_tensor(g, sl->name);
+    *out = t;
+    if (!t) return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' is missing", path, sl->name);
+    /* GGUF stores innermost first: numpy [rows, cols] is ne = {cols, rows} */
+    int64_t want0 = sl->n_dims == 2 ? sl->shape[1] : sl->shape[0];
+    int64_t want1 = sl->n_dims == 2 ? sl->shape[0] : 1;
+    int nd = t->n_dims;
+    int ok = nd >= 1 && t->ne[0] == want0 && t->ne[1] == want1 && t->ne[2] == 1 && t->ne[3] == 1 && nd <= 2;
+    if (sl->n_dims == 2 && nd != 2) ok = 0;
+    if (!ok) {
+        char want[64];
+        if (sl->n_dims == 2) snprintf(want, sizeof want, "[%" PRId64 ", %" PRId64 "]", sl->shape[0], sl->shape[1]);
+        else snprintf(want, sizeof want, "[%" PRId64 "]", sl->shape[0]);
+        char got[96] = "[";
+        for (int d = nd - 1; d >= 0; d--) {
+            size_t l = strlen(got);
+            snprintf(got + l, sizeof got - l, "%" PRId64 "%s", t->ne[d], d ? ", " : "");
+        }
+        strcat(got, "]");
+        return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected %s from the metadata", path,
+                       sl->name, got, want);
+    }
+    if (!tg_ggml_type_to_f32_ok(t->type))
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s (F32, F16, BF16, Q8_0 load)", path,
+                       sl->name, tg_ggml_type_name(t->type));
+    return TG_OK;
+}
+
+/* A tensor's values as f32: in place when it is aligned F32, else converted. */
+static tg_status tensor_view(gpt2_store *st, const tg_gguf_tensor *t, const float **out, const char *path, tg_err *err) {
+    if (t->type == TG_GGML_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
+        *out = t->data;
+        return TG_OK;
+    }
+    float *p = store_alloc(st, (size_t)t->n_elements);
+    if (!p) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for tensor '%s'", path, t->name);
+    tg_status s = tg_gguf_tensor_to_f32(t, p, err);
+    *out = p;
+    return s;
+}
+
+static tg_status load_gguf(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
+    gpt2_store *st = m->priv;
+    tg_status s = tg_gguf_open(&st->gguf, path, err);
+    if (s) return s;
+    const tg_gguf *g = st->gguf;
+    if ((s = vocab_from_gguf(&m->vocab, g, path, vocab_only, err))) return s;
+    if (vocab_only) {
+        /* the config is informative only here; a vocab-only file may lack it */
+        if (tg_gguf_find_kv(g, "general.architecture") && tg_gguf_find_kv(g, "gpt2.block_count")) {
+            tg_err ignored;
+            if (config_from_gguf(&m->cfg, g, path, &ignored)) memset(&m->cfg, 0, sizeof m->cfg);
+        }
+        m->cfg.n_vocab = m->vocab.n_tokens;
+        return TG_OK;
+    }
+    if ((s = config_from_gguf(&m->cfg, g, path, err))) return s;
+    /* the vocabulary size comes from token_embd (ne = {E, V}) */
+    const tg_gguf_tensor *te = tg_gguf_find_tensor(g, "token_embd.weight");
+    if (!te) return tg_fail(err, TG_ERR_FORMAT, "%s: tensor 'token_embd.weight' is missing", path);
+    if (te->n_dims != 2 || te->ne[1] < 1 || te->ne[1] > (1 << 24))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: tensor 'token_embd.weight' is not a [V, E] matrix", path);
+    m->cfg.n_vocab = (int)te->ne[1];
+    if ((s = tg_gpt2_config_check(&m->cfg, path, err))) return s;
+    if (m->vocab.n_tokens && m->vocab.n_tokens != m->cfg.n_vocab)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: the tokenizer has %d tokens but token_embd.weight has %d rows", path,
+                       m->vocab.n_tokens, m->cfg.n_vocab);
+
+    if (!(m->w.layers = calloc((size_t)m->cfg.n_layer, sizeof *m->w.layers)))
+        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    int n = gpt2_n_slots(&m->cfg);
+    gpt2_slot *slots = malloc((size_t)n * sizeof *slots);
+    if (!slots) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    gpt2_slots(&m->cfg, &m->w, slots);
+    const tg_gguf_tensor *out_t = NULL;
+    for (int i = 0; i < n && !s; i++) {
+        const tg_gguf_tensor *t;
+        int is_output = i == n - 1;
+        if (is_output && !tg_gguf_find_tensor(g, slots[i].name)) break; /* absent: tied */
+        if ((s = find_checked(g, &slots[i], path, &t, err))) break;
+        if (is_output) out_t = t;
+        s = tensor_view(st, t, slots[i].dst, path, err);
+    }
+    free(slots);
+    if (s) return s;
+    m->w.tied = out_t == NULL;
+    if (out_t) {
+        /* written tied by us: share token_embd again if the bytes agree */
+        int tied = 0;
+        const tg_gguf_kv *kv = tg_gguf_find_kv(g, "tinygpt.tied_embeddings");
+        if (kv && kv->type == TG_GGUF_BOOL && kv->data[0] && out_t->type == te->type &&
+            out_t->nbytes == te->nbytes && !memcmp(out_t->data, te->data, (size_t)te->nbytes))
+            tied = 1;
+        if (tied) {
+            m->w.lm_head = m->w.wte;
+            m->w.tied = 1;
+        }
+    } else {
+        m->w.lm_head = m->w.wte;
+    }
+    m->has_weights = 1;
+    return TG_OK;
+}
+
+tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
+    memset(m, 0, sizeof *m);
+    m->vocab.bos_id = m->vocab.eos_id = -1;
+    if (!path || !*path) return tg_fail(err, TG_ERR_ARG, "model path is empty");
+    if (!(m->path = strdup(path)) || !(m->priv = calloc(1, sizeof(gpt2_store)))) {
+        tg_gpt2_free(m);
+        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    }
+    struct stat sb;
+    tg_status s;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) s = hf_load(m, path, vocab_only, err);
+    else s = load_gguf(m, path, vocab_only, err);
+    if (s) {
+        tg_gpt2_free(m);
+        return s;
+    }
+    return TG_OK;
+}
+
+void tg_gpt2_free(tg_gpt2_model *m) {
+    if (!m) return;
+    gpt2_store *st = m->priv;
+    if (st) {
+        tg_gguf_close(st->gguf);
+        for (size_t i = 0; i < st->n_bufs; i++) free(st->bufs[i]);
+        free(st->bufs);
+        free(st);
+    }
+    tg_vocab_free(&m->vocab);
+    free(m->w.layers);
+    free(m->path);
+    memset(m, 0, sizeof *m);
+    m->vocab.bos_id = m->vocab.eos_id = -1;
+}
+
+const struct tg_gguf *tg_gpt2_gguf(const tg_gpt2_model *m) {
+    return m && m->priv ? ((const gpt2_store *)m->priv)->gguf : NULL;
+}
+
+/* ---- model -> GGUF ---------------------------------------------------------- */
+
+static tg_status vocab_to_gguf(tg_gguf_writer *gw, const tg_vocab *v, tg_err *err) {
+    tg_status s;
+    if ((s = tg_gguf_set_str(gw, "tokenizer.ggml.model", "gpt2", err))) return s;
+    if ((s = tg_gguf_set_str(gw, "tokenizer.ggml.pre", v->pre ? v->pre : "gpt-2", err))) return s;
+    if ((s = tg_gguf_set_arr_str(gw, "tokenizer.ggml.tokens", (const char *const *)v->tokens,
+                                 (uint64_t)v->n_tokens, err)))
+        return s;
+    int32_t *tt = malloc((size_t)v->n_tokens * sizeof *tt);
+    if (!tt) return tg_fail(err, TG_ERR_NOMEM, "gguf writer: out of memory");
+    for (int i = 0; i < v->n_tokens; i++)
+        tt[i] = v->token_type ? v->token_type[i] : (i == v->bos_id || i == v->eos_id) ? 3 : 1;
+    s = tg_gguf_set_arr(gw, "tokenizer.ggml.token_type", TG_GGUF_INT32, tt, (uint64_t)v->n_tokens, err);
+    free(tt);
+    if (s) return s;
+    if ((s = tg_gguf_set_arr_str(gw, "tokenizer.ggml.merges", (const char *const *)v->merges,
+                                 (uint64_t)(v->merges ? v->n_merges : 0), err)))
+        return s;
+    if (v->bos_id >= 0 && (s = tg_gguf_set_u32(gw, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id, err))) return s;
+    if (v->eos_id >= 0 && (s = tg_gguf_set_u32(gw, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id, err))) return s;
+    return TG_OK;
+}
+
+tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
+                          const tg_vocab *vocab, tg_dtype dtype, tg_err *err) {
+    tg_status s;
+    if (dtype != TG_DTYPE_F32 && dtype != TG_DTYPE_F16)
+        return tg_fail(err, TG_ERR_ARG, "gpt2 writer: unknown dtype %d", (int)dtype);
+    if (w && (s = tg_gpt2_config_check(cfg, "gpt2 writer", err))) return s;
+    if (vocab && vocab->n_tokens) {
+        if (w && vocab->n_tokens != cfg->n_vocab)
+            return tg_fail(err, TG_ERR_ARG, "gpt2 writer: the vocabulary has %d tokens but the config says %d",
+                           vocab->n_tokens, cfg->n_vocab);
+        for (int i = 0; i < vocab->n_tokens; i++)
+            if (!vocab->tokens[i]) return tg_fail(err, TG_ERR_ARG, "gpt2 writer: token %d is NULL", i);
+        for (int i = 0; vocab->merges && i < vocab->n_merges; i++)
+            if (!vocab->merges[i]) return tg_fail(err, TG_ERR_ARG, "gpt2 writer: merge %d is NULL", i);
+    }
+    if ((s = tg_gguf_set_str(gw, "general.architecture", "gpt2", err))) return s;
+    if ((s = tg_gguf_set_str(gw, "general.name", "tinygpt", err))) return s;
+    if (w) {
+        if ((s = tg_gguf_set_u32(gw, "gpt2.context_length", (uint32_t)cfg->n_ctx, err)) ||
+            (s = tg_gguf_set_u32(gw, "gpt2.embedding_length", (uint32_t)cfg->n_embd, err)) ||
+            (s = tg_gguf_set_u32(gw, "gpt2.feed_forward_length", (uint32_t)cfg->n_ff, err)) ||
+            (s = tg_gguf_set_u32(gw, "gpt2.block_count", (uint32_t)cfg->n_layer, err)) ||
+            (s = tg_gguf_set_u32(gw, "gpt2.attention.head_count", (uint32_t)cfg->n_head, err)) ||
+            (s = tg_gguf_set_f32(gw, "gpt2.attention.layer_norm_epsilon", cfg->ln_eps, err)) ||
+            (s = tg_gguf_set_u32(gw, "general.file_type", dtype == TG_DTYPE_F16 ? 1 : 0, err)))
+            return s;
+        if (w->tied && (s = tg_gguf_set_bool(gw, "tinygpt.tied_embeddings", 1, err))) return s;
+    }
+    if (vocab && vocab->n_tokens && (s = vocab_to_gguf(gw, vocab, err))) return s;
+    if (!w) return TG_OK;
+    if (!w->layers) return tg_fail(err, TG_ERR_ARG, "gpt2 writer: weights have no layers");
+
+    int n = gpt2_n_slots(cfg);
+    gpt2_slot *slots = malloc((size_t)n * sizeof *slots);
+    tg_gpt2_weights wc = *w; /* slots point into a copy; only read here */
+    if (!slots) return tg_fail(err, TG_ERR_NOMEM, "gpt2 writer: out of memory");
+    gpt2_slots(cfg, &wc, slots);
+    for (int i = 0; i < n && !s; i++) {
+        const float *data = *slots[i].dst;
+        if (i == n - 1 && (w->tied || !data)) data = w->wte; /* llama.cpp wants output.weight */
+        if (!data) {
+            s = tg_fail(err, TG_ERR_ARG, "gpt2 writer: tensor '%s' is NULL", slots[i].name);
+            break;
+        }
+        int64_t ne[2] = {slots[i].n_dims == 2 ? slots[i].shape[1] : slots[i].shape[0], slots[i].shape[0]};
+        uint32_t type = dtype == TG_DTYPE_F16 && slots[i].n_dims == 2 ? TG_GGML_F16 : TG_GGML_F32;
+        s = tg_gguf_add_tensor_f32(gw, slots[i].name, slots[i].n_dims, ne, data, type, err);
+    }
+    free(slots);
+    return s;
+}
+
+tg_status tg_gpt2_save(const char *path, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
+                       const tg_vocab *vocab, tg_dtype dtype, tg_err *err) {
+    tg_gguf_writer *gw;
+    tg_status s = tg_gguf_writer_new(&gw, err);
+    if (s) return s;
+    s = tg_gpt2_to_gguf(gw, cfg, w, vocab, dtype, err);
+    if (!s) s = tg_gguf_write(gw, path, err);
+    tg_gguf_writer_free(gw);
+    return s;
+}

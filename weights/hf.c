@@ -1,0 +1,297 @@
+/* hf.c — Hugging Face GPT-2 folders: config.json, model.safetensors,
+ * vocab.json, merges.txt. JSON goes through cJSON. Conv1D weights are
+ * stored [IN, OUT] and are transposed to our [OUT, IN]. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weights/gpt2.h"
+#include "weights/internal.h"
+#include "weights/safetensors.h"
+
+#define MAX_JSON (256u << 20)
+
+static tg_status read_json(const char *dir, const char *file, cJSON **out, tg_err *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    size_t len;
+    char *txt = wt_read_file(path, MAX_JSON, &len, err);
+    if (!txt) return TG_ERR_IO;
+    *out = cJSON_ParseWithLength(txt, len);
+    free(txt);
+    if (!*out) return tg_fail(err, TG_ERR_FORMAT, "%s: not valid JSON", path);
+    if (!cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        return tg_fail(err, TG_ERR_FORMAT, "%s: not a JSON object", path);
+    }
+    return TG_OK;
+}
+
+/* ---- vocab.json + merges.txt ---------------------------------------------- */
+
+tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err) {
+    memset(v, 0, sizeof *v);
+    v->bos_id = v->eos_id = -1;
+    cJSON *vj;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/vocab.json", dir);
+    tg_status s = read_json(dir, "vocab.json", &vj, err);
+    if (s) return s;
+    int count = cJSON_GetArraySize(vj), n = count > n_min ? count : n_min;
+    if (count < 1 || n > (1 << 24)) {
+        cJSON_Delete(vj);
+        return tg_fail(err, TG_ERR_FORMAT, "%s: %d tokens (1 to 2^24 allowed)", path, n);
+    }
+    /* ids may leave gaps (then padded); they may not exceed n - 1 */
+    for (const cJSON *e = vj->child; e; e = e->next) {
+        double id = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (id != floor(id) || id < 0 || id >= (1 << 24)) {
+            s = tg_fail(err, TG_ERR_FORMAT, "%s: token '%.40s' has no valid integer id", path, e->string);
+            break;
+        }
+        if ((int)id >= n) n = (int)id + 1;
+    }
+    if (!s && !(v->tokens = calloc((size_t)n, sizeof *v->tokens))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    if (!s && !(v->token_type = calloc((size_t)n, sizeof *v->token_type))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    if (!s) v->n_tokens = n;
+    for (const cJSON *e = vj->child; e && !s; e = e->next) {
+        int id = (int)e->valuedouble;
+        if (v->tokens[id]) {
+            s = tg_fail(err, TG_ERR_FORMAT, "%s: id %d is given to both '%.40s' and '%.40s'", path, id, v->tokens[id], e->string);
+            break;
+        }
+        if (!(v->tokens[id] = strdup(e->string))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+        v->token_type[id] = 1;
+    }
+    cJSON_Delete(vj);
+    for (int i = 0; i < n && !s; i++)
+        if (!v->tokens[i]) { /* llama.cpp pads the same way */
+            char pad[32];
+            snprintf(pad, sizeof pad, "[PAD%d]", i);
+            if (!(v->tokens[i] = strdup(pad))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+            v->token_type[i] = 4; /* user-defined */
+        }
+    if (s) {
+        tg_vocab_free(v);
+        return s;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v->tokens[i], "<|endoftext|>")) {
+            v->bos_id = v->eos_id = i;
+            v->token_type[i] = 3; /* control */
+        }
+
+    snprintf(path, sizeof path, "%s/merges.txt", dir);
+    size_t len;
+    char *txt = wt_read_file(path, MAX_JSON, &len, err);
+    if (!txt) {
+        tg_vocab_free(v);
+        return TG_ERR_IO;
+    }
+    if (memchr(txt, 0, len)) {
+        free(txt);
+        tg_vocab_free(v);
+        return tg_fail(err, TG_ERR_FORMAT, "%s: contains a NUL byte", path);
+    }
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++) lines += txt[i] == '\n';
+    if (!(v->merges = calloc(lines, sizeof *v->merges))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    char *p = txt;
+    for (size_t line = 1; !s && p < txt + len; line++) {
+        char *nl = strchr(p, '\n'), *end = nl ? nl : txt + len;
+        char *next = nl ? nl + 1 : txt + len;
+        if (end > p && end[-1] == '\r') end--;
+        *end = 0;
+        if ((line == 1 && !strncmp(p, "#version", 8)) || end == p) {
+            p = next;
+            continue; /* the header and blank lines carry no merge */
+        }
+        char *sp = strchr(p, ' ');
+        if (!sp || sp == p || !sp[1] || strchr(sp + 1, ' ')) {
+            s = tg_fail(err, TG_ERR_FORMAT, "%s: line %zu is not 'left right'", path, line);
+            break;
+        }
+        if (!(v->merges[v->n_merges] = strdup(p))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+        else v->n_merges++;
+        p = next;
+    }
+    free(txt);
+    if (!s && !(v->pre = strdup("gpt-2"))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    if (s) tg_vocab_free(v);
+    return s;
+}
+
+/* ---- config.json ----------------------------------------------------------- */
+
+static tg_status cfg_int(const cJSON *cj, const char *path, const char *key, const char *alt, int dflt, int *out,
+                         tg_err *err) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(cj, key);
+    if (!x && alt) x = cJSON_GetObjectItemCaseSensitive(cj, alt);
+    if (!x || cJSON_IsNull(x)) {
+        if (dflt < 0) return tg_fail(err, TG_ERR_FORMAT, "%s: '%s' is missing", path, key);
+        *out = dflt;
+        return TG_OK;
+    }
+    double v = cJSON_IsNumber(x) ? x->valuedouble : -1;
+    if (v != floor(v) || v < 0 || v > INT32_MAX)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: '%s' is not a non-negative integer", path, key);
+    *out = (int)v;
+    return TG_OK;
+}
+
+static tg_status hf_config(tg_gpt2_config *c, int *bos, int *eos, const char *dir, tg_err *err) {
+    cJSON *cj;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    tg_status s = read_json(dir, "config.json", &cj, err);
+    if (s) return s;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cj, "model_type");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cj, "activation_function");
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(cj, "layer_norm_epsilon");
+    if (mt && !(cJSON_IsString(mt) && !strcmp(mt->valuestring, "gpt2")))
+        s = tg_fail(err, TG_ERR_UNSUPPORTED, "%s: model_type is not \"gpt2\"", path);
+    else if (act && !(cJSON_IsString(act) && (!strcmp(act->valuestring, "gelu_new") ||
+                                               !strcmp(act->valuestring, "gelu_pytorch_tanh"))))
+        s = tg_fail(err, TG_ERR_UNSUPPORTED, "%s: activation_function must be gelu_new (tanh GELU)", path);
+    else if (eps && !cJSON_IsNumber(eps))
+        s = tg_fail(err, TG_ERR_FORMAT, "%s: layer_norm_epsilon is not a number", path);
+    if (!s) s = cfg_int(cj, path, "n_layer", NULL, -1, &c->n_layer, err);
+    if (!s) s = cfg_int(cj, path, "n_head", NULL, -1, &c->n_head, err);
+    if (!s) s = cfg_int(cj, path, "n_embd", NULL, -1, &c->n_embd, err);
+    if (!s) s = cfg_int(cj, path, "n_positions", "n_ctx", -1, &c->n_ctx, err);
+    if (!s) s = cfg_int(cj, path, "vocab_size", NULL, -1, &c->n_vocab, err);
+    if (!s) s = cfg_int(cj, path, "n_inner", NULL, c->n_embd > INT32_MAX / 4 ? 0 : 4 * c->n_embd, &c->n_ff, err);
+    if (!s) s = cfg_int(cj, path, "bos_token_id", NULL, 0x7fffffff, bos, err);
+    if (!s) s = cfg_int(cj, path, "eos_token_id", NULL, 0x7fffffff, eos, err);
+    c->ln_eps = eps ? (float)eps->valuedouble : 1e-5f;
+    cJSON_Delete(cj);
+    if (!s) s = tg_gpt2_config_check(c, path, err);
+    return s;
+}
+
+/* ---- model.safetensors ----------------------------------------------------- */
+
+/* Our name for a slot -> the HF suffix, and whether it is a Conv1D weight. */
+static const char *hf_part(const char *part, int *conv1d) {
+    static const struct { const char *ours, *hf; int conv1d; } map[] = {
+        {"token_embd.weight", "wte.weight", 0},       {"position_embd.weight", "wpe.weight", 0},
+        {"attn_norm.weight", "ln_1.weight", 0},       {"attn_norm.bias", "ln_1.bias", 0},
+        {"attn_qkv.weight", "attn.c_attn.weight", 1}, {"attn_qkv.bias", "attn.c_attn.bias", 0},
+        {"attn_output.weight", "attn.c_proj.weight", 1}, {"attn_output.bias", "attn.c_proj.bias", 0},
+        {"ffn_norm.weight", "ln_2.weight", 0},        {"ffn_norm.bias", "ln_2.bias", 0},
+        {"ffn_up.weight", "mlp.c_fc.weight", 1},      {"ffn_up.bias", "mlp.c_fc.bias", 0},
+        {"ffn_down.weight", "mlp.c_proj.weight", 1},  {"ffn_down.bias", "mlp.c_proj.bias", 0},
+        {"output_norm.weight", "ln_f.weight", 0},     {"output_norm.bias", "ln_f.bias", 0},
+        {"output.weight", "lm_head.weight", 0},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(part, map[i].ours)) {
+            *conv1d = map[i].conv1d;
+            return map[i].hf;
+        }
+    *conv1d = 0;
+    return NULL;
+}
+
+static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot *sl, const char *path, tg_err *err) {
+    int conv1d;
+    const char *part = hf_part(sl->part, &conv1d);
+    char name[128], alt[128];
+    if (sl->layer >= 0) snprintf(name, sizeof name, "h.%d.%s", sl->layer, part);
+    else snprintf(name, sizeof name, "%s", part);
+    snprintf(alt, sizeof alt, "transformer.%s", name);
+    const tg_st_tensor *t = tg_st_find(st, alt);
+    if (!t) t = tg_st_find(st, name);
+    int is_output = !strcmp(sl->part, "output.weight");
+    if (!t) {
+        if (is_output) return TG_OK; /* tied to wte */
+        return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' is missing", path, name);
+    }
+    /* the stored shape: Conv1D keeps [IN, OUT], i.e. our shape transposed */
+    int64_t want[2] = {sl->shape[0], sl->shape[1]};
+    if (conv1d) {
+        want[0] = sl->shape[1];
+        want[1] = sl->shape[0];
+    }
+    int ok = t->n_dims == sl->n_dims && t->shape[0] == want[0] && (sl->n_dims == 1 || t->shape[1] == want[1]);
+    if (!ok) {
+        char got[128] = "[";
+        for (int d = 0; d < t->n_dims; d++) {
+            size_t l = strlen(got);
+            snprintf(got + l, sizeof got - l, "%s%" PRId64, d ? ", " : "", t->shape[d]);
+        }
+        strcat(got, "]");
+        if (sl->n_dims == 2)
+            return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected [%" PRId64 ", %" PRId64 "] from config.json",
+                           path, t->name, got, want[0], want[1]);
+        return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected [%" PRId64 "] from config.json", path,
+                       t->name, got, want[0]);
+    }
+    size_t n = (size_t)t->n_elements;
+    float *dst = store_alloc(store, n);
+    if (!dst) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
+    tg_status s;
+    if (!conv1d) {
+        s = tg_st_to_f32(t, dst, err);
+    } else {
+        float *tmp = malloc(n * sizeof *tmp);
+        if (!tmp) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
+        s = tg_st_to_f32(t, tmp, err);
+        /* tmp[IN, OUT] -> dst[OUT, IN] */
+        int64_t in = want[0], out = want[1];
+        for (int64_t i = 0; !s && i < in; i++)
+            for (int64_t o = 0; o < out; o++) dst[o * in + i] = tmp[i * out + o];
+        free(tmp);
+    }
+    if (s) return s;
+    *sl->dst = dst;
+    return TG_OK;
+}
+
+tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err) {
+    tg_status s;
+    int bos = 0x7fffffff, eos = 0x7fffffff;
+    char path[4096];
+    if (vocab_only) {
+        /* config.json is optional here; it only pads the vocabulary */
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            if ((s = hf_config(&m->cfg, &bos, &eos, dir, err))) return s;
+        }
+        if ((s = tg_vocab_load_hf(&m->vocab, dir, m->cfg.n_vocab, err))) return s;
+        m->cfg.n_vocab = m->vocab.n_tokens;
+    } else {
+        if ((s = hf_config(&m->cfg, &bos, &eos, dir, err))) return s;
+        if ((s = tg_vocab_load_hf(&m->vocab, dir, m->cfg.n_vocab, err))) return s;
+        if (m->vocab.n_tokens != m->cfg.n_vocab)
+            return tg_fail(err, TG_ERR_FORMAT, "%s: vocab.json has %d tokens, more than vocab_size %d", dir,
+                           m->vocab.n_tokens, m->cfg.n_vocab);
+    }
+    if (bos != 0x7fffffff && bos < m->vocab.n_tokens) m->vocab.bos_id = bos;
+    if (eos != 0x7fffffff && eos < m->vocab.n_tokens) m->vocab.eos_id = eos;
+    if (vocab_only) return TG_OK;
+
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    tg_st *st;
+    if ((s = tg_st_open(&st, path, err))) return s;
+    gpt2_store *store = m->priv;
+    m->w.layers = calloc((size_t)m->cfg.n_layer, sizeof *m->w.layers);
+    int n = gpt2_n_slots(&m->cfg);
+    gpt2_slot *slots = malloc((size_t)n * sizeof *slots);
+    if (!m->w.layers || !slots) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    if (!s) gpt2_slots(&m->cfg, &m->w, slots);
+    for (int i = 0; i < n && !s; i++) s = load_tensor(store, st, &slots[i], path, err);
+    free(slots);
+    tg_st_close(st);
+    if (s) return s;
+    m->w.tied = m->w.lm_head == NULL;
+    if (m->w.tied) m->w.lm_head = m->w.wte;
+    m->has_weights = 1;
+    return TG_OK;
+}

@@ -1,0 +1,47 @@
+/* internal.h — what the files of weights/ share and nobody else needs. */
+#ifndef TINYGPT_WEIGHTS_INTERNAL_H
+#define TINYGPT_WEIGHTS_INTERNAL_H
+
+#include <stddef.h>
+
+#include "weights/gguf.h"
+#include "weights/gpt2.h"
+
+/* tg_gpt2_model.priv: whatever the weight pointers point into. */
+typedef struct gpt2_store {
+    tg_gguf *gguf;       /* kept mapped: aligned F32 tensors are used in place */
+    float **bufs;        /* converted or transposed tensors we allocated */
+    size_t n_bufs, cap_bufs;
+} gpt2_store;
+
+/* Allocates n floats owned by the store (freed with the model). */
+float *store_alloc(gpt2_store *st, size_t n);
+
+/* Reads a whole regular file; NULL + err on failure (a directory, a missing
+ * file, more than max bytes). The buffer is NUL-terminated. */
+char *wt_read_file(const char *path, size_t max, size_t *len, tg_err *err);
+
+/* GPT-2's byte→unicode table: the UTF-8 of the code point byte b maps to
+ * (at most 2 bytes + NUL). */
+void gpt2_byte_token(int b, char out[3]);
+
+/* One tensor of the gpt2 layout: its GGUF name, numpy-order shape, and the
+ * weights field it fills. */
+typedef struct gpt2_slot {
+    char name[48];
+    int n_dims;
+    int64_t shape[2];    /* numpy order: [rows, cols] or [n] */
+    const float **dst;
+    int layer;           /* -1 outside the blocks */
+    const char *part;    /* the name without "blk.N." */
+} gpt2_slot;
+
+/* Fills slots (at least gpt2_n_slots(cfg) of them), output.weight last.
+ * Returns the count. */
+int gpt2_n_slots(const tg_gpt2_config *cfg);
+int gpt2_slots(const tg_gpt2_config *cfg, tg_gpt2_weights *w, gpt2_slot *slots);
+
+/* Loads a Hugging Face GPT-2 folder into m (hf.c). */
+tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err);
+
+#endif
