@@ -255,8 +255,8 @@ static tg_status read_value(cursor *c, tg_gguf_kv *kv) {
 
 static tg_status read_kv(cursor *c, tg_gguf_kv *kv, int64_t i) {
     size_t at = c->pos;
-    const char *key;
-    uint64_t klen;
+    const char *key = NULL;
+    uint64_t klen = 0;
     tg_status s = get_str(c, &key, &klen, "metadata key");
     if (s) return s;
     if (klen == 0 || memchr(key, 0, (size_t)klen))
@@ -275,8 +275,8 @@ static tg_status read_kv(cursor *c, tg_gguf_kv *kv, int64_t i) {
 
 static tg_status read_tensor_info(cursor *c, tg_gguf_tensor *t, int64_t i) {
     size_t at = c->pos;
-    const char *name;
-    uint64_t nlen;
+    const char *name = NULL;
+    uint64_t nlen = 0;
     tg_status s = get_str(c, &name, &nlen, "tensor name");
     if (s) return s;
     if (nlen == 0 || nlen > TG_GGUF_MAX_NAME || memchr(name, 0, (size_t)nlen))

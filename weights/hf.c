@@ -200,7 +200,7 @@ static const char *hf_part(const char *part, int *conv1d) {
 static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot *sl, const char *path, tg_err *err) {
     int conv1d;
     const char *part = hf_part(sl->part, &conv1d);
-    char name[128], alt[128];
+    char name[128], alt[160];
     if (sl->layer >= 0) snprintf(name, sizeof name, "h.%d.%s", sl->layer, part);
     else snprintf(name, sizeof name, "%s", part);
     snprintf(alt, sizeof alt, "transformer.%s", name);
