@@ -1,4 +1,17 @@
-/* ops_avx2.c — not yet vectorised: the table keeps the C reference. */
+/* ops_avx2.c — softmax, layernorm, GELU, add and the attention core for
+ * AVX2 + FMA: the shared templates instantiated with the AVX2 vocabulary. */
 #include "engine/x86/x86.h"
+#include "engine/x86/vec_avx2.h"
+#include "engine/simd/ops_tmpl.h"
+#include "engine/simd/attn_tmpl.h"
 
-void tg_kernels_init_ops_avx2(tg_kernels *k) { (void)k; }
+void tg_kernels_init_ops_avx2(tg_kernels *k) {
+    k->softmax = softmax_avx2;
+    k->layernorm = layernorm_avx2;
+    k->gelu = gelu_avx2;
+    k->add = add_avx2;
+    k->attn_scores = attn_scores_avx2;
+    k->attn_mix = attn_mix_avx2;
+    k->attn_decode = attn_decode_avx2;
+    k->attn_prefill = attn_prefill_avx2;
+}

@@ -1,4 +1,17 @@
-/* ops_avx512.c — not yet vectorised: the table keeps the C reference. */
+/* ops_avx512.c — softmax, layernorm, GELU, add and the attention core for
+ * AVX-512F: the shared templates instantiated with the AVX-512 vocabulary. */
 #include "engine/x86/x86.h"
+#include "engine/x86/vec_avx512.h"
+#include "engine/simd/ops_tmpl.h"
+#include "engine/simd/attn_tmpl.h"
 
-void tg_kernels_init_ops_avx512(tg_kernels *k) { (void)k; }
+void tg_kernels_init_ops_avx512(tg_kernels *k) {
+    k->softmax = softmax_avx512;
+    k->layernorm = layernorm_avx512;
+    k->gelu = gelu_avx512;
+    k->add = add_avx512;
+    k->attn_scores = attn_scores_avx512;
+    k->attn_mix = attn_mix_avx512;
+    k->attn_decode = attn_decode_avx512;
+    k->attn_prefill = attn_prefill_avx512;
+}

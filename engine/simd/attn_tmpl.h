@@ -1,0 +1,179 @@
+/* attn_tmpl.h — the attention core of one head (scores, mix, decode, and the
+ * tiled causal prefill), written once in the SIMD vocabulary of a
+ * vec_<isa>.h and included after ops_tmpl.h (it uses FN and softmax). */
+#include <math.h>
+
+/* Keys per block of the prefill: one block's K and V tiles (PF_BK × HS each)
+ * stay in L1/L2 while the PF_BQ queries of a block all visit them. */
+#define PF_BQ 8
+#define PF_BK 64
+
+/* Scores of one query against up to VL keys: lane r = q[HS] · row[r][HS].
+ * Callers with fewer than VL keys repeat the last row and drop those lanes. */
+static inline vf FN(dot_rows)(const float *q, const float *const row[VL], int hs) {
+    vf acc[VL];
+    for (int r = 0; r < VL; r++) acc[r] = vzero();
+    const int nv = hs - hs % VL;
+    for (int i = 0; i < nv; i += VL) {
+        const vf qv = vld(q + i);
+        for (int r = 0; r < VL; r++) acc[r] = vfma(qv, vld(row[r] + i), acc[r]);
+    }
+    if (nv < hs) {
+        const vmask tail = vmask_first(hs % VL);
+        const vf qv = vld_m(q + nv, tail);
+        for (int r = 0; r < VL; r++) acc[r] = vfma(qv, vld_m(row[r] + nv, tail), acc[r]);
+    }
+    return vsum_lanes(acc);
+}
+
+/* s[P] = q[HS] · K[P,HS]ᵀ · scale */
+static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
+                            int hs, int ldk, float scale) {
+    const vf vscale = vset(scale);
+    for (int j0 = 0; j0 < n_pos; j0 += VL) {
+        const int nk = n_pos - j0 < VL ? n_pos - j0 : VL;
+        const float *row[VL];
+        for (int r = 0; r < VL; r++) row[r] = k + (size_t)(j0 + (r < nk ? r : nk - 1)) * ldk;
+        const vf sv = vmul(FN(dot_rows)(q, row, hs), vscale);
+        if (nk == VL)
+            vst(s + j0, sv);
+        else
+            vst_m(s + j0, vmask_first(nk), sv);
+    }
+}
+
+/* Columns [0, nv·VL) of o (the last vector masked by `last`):
+ *   o = (keep ? o·corr : 0) + Σ_j p[j] · V[j]   over n rows of V, ldk apart.
+ * Always inlined with a constant nv, so the accumulators live in registers. */
+static inline __attribute__((always_inline)) void
+FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int nv,
+             vmask last, float corr, int keep) {
+    vf acc[8];
+    const vf vcorr = vset(corr);
+    for (int u = 0; u < nv; u++)
+        acc[u] = keep ? vmul(u == nv - 1 ? vld_m(o + u * VL, last) : vld(o + u * VL), vcorr)
+                      : vzero();
+    for (int j = 0; j < n; j++) {
+        const vf pj = vset(p[j]);
+        const float *vj = v + (size_t)j * ldk;
+        for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, vld(vj + u * VL), acc[u]);
+        acc[nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[nv - 1]);
+    }
+    for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[u]);
+    vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
+}
+
+/* o[HS] = (keep ? o·corr : 0) + p[P] · V[P,HS], in column chunks of up to 8
+ * vectors: each chunk is one pass over the rows of V. */
+static void FN(mix)(float *o, const float *p, const float *v, int n, int hs, int ldk,
+                    float corr, int keep) {
+    for (int c = 0; c < hs; c += 8 * VL) {
+        const int w = hs - c < 8 * VL ? hs - c : 8 * VL;
+        const int nv = (w + VL - 1) / VL;
+        const vmask last = vmask_first(w - (nv - 1) * VL);
+        float *oc = o + c;
+        const float *vc = v + c;
+        switch (nv) {
+        case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, corr, keep); break;
+        case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, corr, keep); break;
+        case 3: FN(mix_cols)(oc, p, vc, n, ldk, 3, last, corr, keep); break;
+        case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, corr, keep); break;
+        case 5: FN(mix_cols)(oc, p, vc, n, ldk, 5, last, corr, keep); break;
+        case 6: FN(mix_cols)(oc, p, vc, n, ldk, 6, last, corr, keep); break;
+        case 7: FN(mix_cols)(oc, p, vc, n, ldk, 7, last, corr, keep); break;
+        default: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, corr, keep); break;
+        }
+    }
+}
+
+/* o[HS] = p[P] · V[P,HS] */
+static void FN(attn_mix)(float *o, const float *p, const float *v, int n_pos, int hs,
+                         int ldk) {
+    FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+}
+
+/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights */
+static void FN(attn_decode)(float *o, float *p, const float *q, const float *k,
+                            const float *v, int n_pos, int hs, int ldk, float scale) {
+    FN(attn_scores)(p, q, k, n_pos, hs, ldk, scale);
+    FN(softmax)(p, n_pos);
+    FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+}
+
+/* s[N] = exp(s - m) in place; returns Σ s. m is finite. */
+static float FN(exp_sum)(float *s, int n, float m) {
+    const vf vm = vset(m);
+    const int nv = n - n % VL;
+    vf acc = vzero();
+    for (int i = 0; i < nv; i += VL) {
+        vf e = vexp(vsub(vld(s + i), vm));
+        vst(s + i, e);
+        acc = vadd(acc, e);
+    }
+    if (nv < n) {
+        const vmask tail = vmask_first(n % VL);
+        vf e = vexp(vsub(vld_m_or(s + nv, tail, vset(-INFINITY)), vm));
+        vst_m(s + nv, tail, e);
+        acc = vadd(acc, e);
+    }
+    return vsum(acc);
+}
+
+/* max of s[N], NaN skipped; -inf if none */
+static float FN(max_of)(const float *s, int n) {
+    const vf ninf = vset(-INFINITY);
+    const int nv = n - n % VL;
+    vf acc = ninf;
+    for (int i = 0; i < nv; i += VL) acc = vmax(acc, vld(s + i));
+    if (nv < n) acc = vmax(acc, vld_m_or(s + nv, vmask_first(n % VL), ninf));
+    return vhmax(acc);
+}
+
+/* T causal queries; query t (row t of q, ldq apart) sees keys 0..pos0+t.
+ * Queries go in blocks of PF_BQ and keys in blocks of PF_BK; for each
+ * (query, key block) the running max m, sum l and output row are rescaled
+ * by exp(m_old - m_new) (the online softmax), so only PF_BK scores exist at
+ * a time and each K/V tile is reused by every query of the block. */
+static void FN(attn_prefill)(float *o, const float *q, const float *k, const float *v,
+                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
+                             float scale) {
+    float s[PF_BK], m[PF_BQ], l[PF_BQ];
+    for (int t0 = 0; t0 < T; t0 += PF_BQ) {
+        const int nq = T - t0 < PF_BQ ? T - t0 : PF_BQ;
+        for (int r = 0; r < nq; r++) {
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+        }
+        const int kend = pos0 + t0 + nq; /* keys seen by the block's last query */
+        for (int j0 = 0; j0 < kend; j0 += PF_BK) {
+            for (int r = 0; r < nq; r++) {
+                const int t = t0 + r;
+                const int seen = pos0 + t + 1 - j0; /* keys of this block query t sees */
+                if (seen <= 0) continue;
+                const int nk = seen < PF_BK ? seen : PF_BK;
+                const float *qt = q + (size_t)t * ldq;
+                float *ot = o + (size_t)t * ldo;
+
+                FN(attn_scores)(s, qt, k + (size_t)j0 * ldk, nk, hs, ldk, scale);
+                const float bm = FN(max_of)(s, nk);
+                const float m_new = bm > m[r] ? bm : m[r];
+                /* all -inf so far: exponents relative to 0 give exp(-inf) = 0 */
+                const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
+                const float corr = expf(m[r] - m_ref);
+                l[r] = l[r] * corr + FN(exp_sum)(s, nk, m_ref);
+                FN(mix)(ot, s, v + (size_t)j0 * ldk, nk, hs, ldk, corr, j0 > 0);
+                m[r] = m_new;
+            }
+        }
+        for (int r = 0; r < nq; r++) {
+            float *ot = o + (size_t)(t0 + r) * ldo;
+            const vf inv = vset(l[r] > 0.0f ? 1.0f / l[r] : 0.0f);
+            const int nv = hs - hs % VL;
+            for (int i = 0; i < nv; i += VL) vst(ot + i, vmul(vld(ot + i), inv));
+            if (nv < hs) {
+                const vmask tail = vmask_first(hs % VL);
+                vst_m(ot + nv, tail, vmul(vld_m(ot + nv, tail), inv));
+            }
+        }
+    }
+}

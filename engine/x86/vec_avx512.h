@@ -1,0 +1,82 @@
+/* vec_avx512.h — the SIMD vocabulary of engine/simd/ (ops_tmpl.h, attn_tmpl.h) for AVX-512F:
+ * one vector type of VL floats, a lane mask for tails, and the few
+ * operations the kernels are written in. Include only from files built with
+ * -mavx512f. */
+#ifndef TINYGPT_VEC_AVX512_H
+#define TINYGPT_VEC_AVX512_H
+
+#include <immintrin.h>
+#include <sleef.h>
+#include <stdint.h>
+
+#define VL 16
+#define ISA_SUFFIX avx512
+
+typedef __m512 vf;
+typedef __mmask16 vmask;
+
+static inline vf vzero(void) { return _mm512_setzero_ps(); }
+static inline vf vset(float x) { return _mm512_set1_ps(x); }
+static inline vf vld(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vst(float *p, vf x) { _mm512_storeu_ps(p, x); }
+
+/* The first n lanes active, 0 <= n <= VL. */
+static inline vmask vmask_first(int n) { return (vmask)((1u << n) - 1u); }
+/* Masked loads never touch memory of inactive lanes (no fault past the end). */
+static inline vf vld_m(const float *p, vmask m) { return _mm512_maskz_loadu_ps(m, p); }
+static inline vf vld_m_or(const float *p, vmask m, vf fill) {
+    return _mm512_mask_loadu_ps(fill, m, p);
+}
+static inline void vst_m(float *p, vmask m, vf x) { _mm512_mask_storeu_ps(p, m, x); }
+
+static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* a*b+c */
+/* max(acc, x) where a NaN in x is skipped (VMAXPS returns its second operand
+ * when either is NaN), like the reference's `x > m ? x : m`. */
+static inline vf vmax(vf acc, vf x) { return _mm512_max_ps(x, acc); }
+static inline vf vexp(vf x) { return Sleef_expf16_u10avx512f(x); }
+static inline vf vtanh(vf x) { return Sleef_tanhf16_u10avx512f(x); }
+
+static inline float vsum(vf x) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+static inline float vhmax(vf x) {
+    __m256 h = _mm256_max_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Pairwise steps of vsum_lanes: add the 256-bit halves, 128-bit quarters,
+ * then 64-bit and 32-bit pairs of two vectors into one. */
+static inline vf vpair256_(vf x, vf y) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xee));
+}
+static inline vf vpair128_(vf x, vf y) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xdd));
+}
+static inline vf vpair32_(vf x, vf y) {
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xdd));
+}
+
+/* Lane r of the result = the sum of the lanes of a[r]: VL dot products
+ * finished together. The tree leaves source s in lane 4(s%4) + s/4 (a 4×4
+ * transpose, its own inverse), so the inputs are fed in that order. */
+static inline vf vsum_lanes(const vf a[VL]) {
+    vf b0 = vpair256_(a[0], a[4]), b1 = vpair256_(a[8], a[12]);
+    vf b2 = vpair256_(a[1], a[5]), b3 = vpair256_(a[9], a[13]);
+    vf b4 = vpair256_(a[2], a[6]), b5 = vpair256_(a[10], a[14]);
+    vf b6 = vpair256_(a[3], a[7]), b7 = vpair256_(a[11], a[15]);
+    vf c0 = vpair128_(b0, b1), c1 = vpair128_(b2, b3);
+    vf c2 = vpair128_(b4, b5), c3 = vpair128_(b6, b7);
+    return vpair32_(vpair32_(c0, c1), vpair32_(c2, c3));
+}
+
+#endif
