@@ -58,7 +58,8 @@ typedef struct tg_kernels {
                    int T, int in, int out, int o0, int o1);
 
     /* x[N] = softmax(x[N]) in place, max-subtracted. -inf entries get 0;
-     * a row that is all -inf becomes all 0 (nothing to attend to). */
+     * a row that is all -inf becomes all 0 (nothing to attend to); a NaN
+     * anywhere makes the whole row NaN (never a clean 0). */
     void (*softmax)(float *x, int n);
 
     /* y[T,N] = (x - mean) / sqrt(var + eps) * g + b, per row, two-pass. */

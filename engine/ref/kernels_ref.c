@@ -19,12 +19,17 @@ static void matmul_ref(float *y, const float *x, const float *w, const float *b,
     }
 }
 
-/* x[N] = softmax(x[N]); -inf -> 0, all -inf -> all 0 */
+/* x[N] = softmax(x[N]); -inf -> 0, all -inf -> all 0, any NaN -> all NaN.
+ * The max skips NaN; a NaN then poisons the sum and so the whole row. A row
+ * with no finite max (only -inf and NaN) is all 0, or all NaN if it holds a
+ * NaN, so a NaN never turns into a clean 0. */
 static void softmax_ref(float *x, int n) {
     float max = -INFINITY;
     for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
     if (max == -INFINITY) {
-        for (int i = 0; i < n; i++) x[i] = 0.0f;
+        int nan = 0;
+        for (int i = 0; i < n; i++) nan |= isnan(x[i]);
+        for (int i = 0; i < n; i++) x[i] = nan ? NAN : 0.0f;
         return;
     }
     float sum = 0.0f;
