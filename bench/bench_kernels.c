@@ -1,0 +1,279 @@
+/* bench_kernels.c — per kernel, ISA, shape and thread count: µs per call
+ * (median of repetitions), GFLOP/s, GB/s, and a baseline measured in the
+ * same run (OpenBLAS for matmul; the C reference for the other kernels),
+ * with speedup = baseline µs / our µs (> 1: we are faster).
+ *
+ *   bench_kernels [--kernel NAME] [--isa NAME] [--threads N] [--quick]
+ *
+ * Our timings and the baseline's are interleaved repetition by repetition,
+ * so that noise from other processes hits both alike. Numbers are reported,
+ * never asserted. To add a kernel: write a bench_<name>(bench_ctx *) that
+ * calls bench_row() per measurement, and add it to `benches` below. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+
+#ifdef TG_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* ---- timing ------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A measured function: one call of the kernel (or the baseline). `i` counts
+ * calls, so that cold-memory benchmarks can rotate through copies. */
+typedef void (*bench_call)(void *ctx, long i);
+
+typedef struct bench_ctx {
+    tg_engine eng[TG_ISA_COUNT]; /* every ISA to measure (after --isa) */
+    int n_eng;
+    tg_pool *pool[3];            /* pool[n] has n threads (1, 2) */
+    int max_threads;
+    int quick;
+    double budget_s;             /* target time per measurement (ours + baseline) */
+} bench_ctx;
+
+/* Median µs per call of `f` and (if given) of `g`, interleaved: each
+ * repetition times a batch of calls of f, then of g. */
+static void bench_pair(const bench_ctx *bc, bench_call f, void *fctx, bench_call g, void *gctx,
+                       double *f_us, double *g_us) {
+    enum { REPS_MAX = 41 };
+    long i = 0;
+    /* warm up and size the batch: ~1/REPS of the budget per repetition */
+    double t0 = now_s();
+    f(fctx, i++);
+    if (g) g(gctx, 0);
+    double one = now_s() - t0;
+    int reps = bc->quick ? 5 : 15;
+    long batch = (long)(bc->budget_s / reps / (one > 1e-9 ? one : 1e-9));
+    if (batch < 1) batch = 1;
+    if (batch > 100000) batch = 100000;
+    double ft[REPS_MAX], gt[REPS_MAX];
+    long gi = 1;
+    for (int r = 0; r < reps; r++) {
+        double a = now_s();
+        for (long k = 0; k < batch; k++) f(fctx, i++);
+        ft[r] = (now_s() - a) / (double)batch;
+        if (g) {
+            a = now_s();
+            for (long k = 0; k < batch; k++) g(gctx, gi++);
+            gt[r] = (now_s() - a) / (double)batch;
+        }
+    }
+    qsort(ft, (size_t)reps, sizeof ft[0], cmp_double);
+    *f_us = 1e6 * ft[reps / 2];
+    if (g) {
+        qsort(gt, (size_t)reps, sizeof gt[0], cmp_double);
+        *g_us = 1e6 * gt[reps / 2];
+    }
+}
+
+/* ---- the table ---------------------------------------------------------------- */
+
+static void bench_header(void) {
+    printf("%-8s %-7s %-26s %-5s %3s %10s %8s %8s  %-9s %10s %7s\n", "kernel", "isa", "shape",
+           "mem", "thr", "us/call", "GFLOP/s", "GB/s", "baseline", "base us", "speedup");
+}
+
+/* One line: flops and bytes are per call (bytes: what must move from memory
+ * at least once — weights, inputs, outputs). base_us <= 0: no baseline. */
+static void bench_row(const char *kernel, const char *isa, const char *shape, const char *mem,
+                      int threads, double us, double flops, double bytes, const char *base,
+                      double base_us) {
+    printf("%-8s %-7s %-26s %-5s %3d %10.2f %8.2f %8.2f  ", kernel, isa, shape, mem, threads, us,
+           flops / us * 1e-3, bytes / us * 1e-3);
+    if (base_us > 0)
+        printf("%-9s %10.2f %6.2fx\n", base, base_us, base_us / us);
+    else
+        printf("%-9s %10s %7s\n", "-", "-", "-");
+    fflush(stdout);
+}
+
+/* ---- matmul -------------------------------------------------------------------- */
+
+typedef struct mm_bench {
+    const tg_engine *e;
+    tg_pool *pool;
+    float *y, *x;
+    float **w;    /* n_w copies of W[OUT,IN]: rotated so they come from DRAM */
+    int n_w;
+    int T, in, out;
+} mm_bench;
+
+static void mm_ours(void *p, long i) {
+    mm_bench *m = p;
+    tg_matmul(m->e, m->pool, m->y, m->x, m->w[i % m->n_w], NULL, m->T, m->in, m->out);
+}
+
+#ifdef TG_HAVE_OPENBLAS
+static void mm_blas(void *p, long i) {
+    mm_bench *m = p;
+    const float *w = m->w[i % m->n_w];
+    if (m->T == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, m->out, m->in, 1.0f, w, m->in, m->x, 1, 0.0f,
+                    m->y, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m->T, m->out, m->in, 1.0f, m->x,
+                    m->in, w, m->in, 0.0f, m->y, m->out);
+}
+#endif
+
+static float *bench_alloc(size_t n) {
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+    if (!p) {
+        fprintf(stderr, "bench: out of memory (%zu floats)\n", n);
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 2001) * 1e-3f - 1.0f;
+    return p;
+}
+
+static void bench_matmul(bench_ctx *bc) {
+    static const struct {
+        const char *what;
+        int in, out;
+    } shapes[] = {
+        {"gpt2 qkv", 768, 2304},   {"gpt2 fc", 768, 3072},   {"gpt2 proj", 3072, 768},
+        {"gpt2 vocab", 768, 50257}, {"tiny qkv", 128, 384},  {"tiny fc", 128, 512},
+        {"tiny proj", 512, 128},    {"tiny vocab", 128, 512},
+    };
+    static const int Ts[] = {1, 128};
+    const double dram_bytes = 256e6; /* a weight set this big cannot stay in the caches */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int in = shapes[s].in, out = shapes[s].out;
+        size_t nw = (size_t)in * out;
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            int T = Ts[ti];
+            /* decode (T=1) streams its weights from DRAM; tiny decode also hot
+             * (a tiny model's weights all sit in L2/L3); prefill is hot. */
+            for (int cold = T == 1; cold >= 0; cold--) {
+                if (!cold && T == 1 && nw * sizeof(float) > 4e6) continue;
+                int n_w = cold ? (int)ceil(dram_bytes / (double)(nw * sizeof(float))) : 1;
+                if (n_w < 2 && cold) n_w = 2;
+                mm_bench m = {.T = T, .in = in, .out = out, .n_w = n_w};
+                m.x = bench_alloc((size_t)T * in);
+                m.y = bench_alloc((size_t)T * out);
+                m.w = malloc(sizeof *m.w * (size_t)n_w);
+                if (!m.w) exit(1);
+                for (int c = 0; c < n_w; c++) m.w[c] = bench_alloc(nw);
+                char shape[64];
+                snprintf(shape, sizeof shape, "%s %d>%d T=%d", shapes[s].what, in, out, T);
+                double flops = 2.0 * T * (double)in * out;
+                double bytes = 4.0 * ((double)nw + (double)T * in + (double)T * out);
+                for (int th = 1; th <= bc->max_threads; th++) {
+#ifdef TG_HAVE_OPENBLAS
+                    openblas_set_num_threads(th);
+#endif
+                    m.pool = bc->pool[th];
+                    for (int e = 0; e < bc->n_eng; e++) {
+                        m.e = &bc->eng[e];
+                        /* the scalar reference at ~2 GFLOP/s: only where it is quick */
+                        if (m.e->isa == TG_ISA_SCALAR && flops > 2e8) continue;
+                        double us = 0, base_us = -1;
+#ifdef TG_HAVE_OPENBLAS
+                        bench_pair(bc, mm_ours, &m, mm_blas, &m, &us, &base_us);
+#else
+                        bench_pair(bc, mm_ours, &m, NULL, NULL, &us, &base_us);
+#endif
+                        bench_row("matmul", tg_isa_name(m.e->isa), shape, cold ? "dram" : "hot",
+                                  th, us, flops, bytes, T == 1 ? "sgemv" : "sgemm", base_us);
+                    }
+                }
+                for (int c = 0; c < n_w; c++) free(m.w[c]);
+                free(m.w);
+                free(m.x);
+                free(m.y);
+            }
+        }
+    }
+}
+
+/* ---- the kernels to run --------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*run)(bench_ctx *);
+} benches[] = {
+    {"matmul", bench_matmul},
+};
+
+static int usage(const char *argv0) {
+    fprintf(stderr, "usage: %s [--kernel NAME] [--isa NAME] [--threads 1|2] [--quick]\n", argv0);
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *only_kernel = NULL, *only_isa = NULL;
+    bench_ctx bc = {.max_threads = 2, .budget_s = 0.4};
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--kernel") && a + 1 < argc) only_kernel = argv[++a];
+        else if (!strcmp(argv[a], "--isa") && a + 1 < argc) only_isa = argv[++a];
+        else if (!strcmp(argv[a], "--threads") && a + 1 < argc) {
+            bc.max_threads = atoi(argv[++a]);
+            if (bc.max_threads < 1 || bc.max_threads > 2) return usage(argv[0]);
+        } else if (!strcmp(argv[a], "--quick")) {
+            bc.quick = 1;
+            bc.budget_s = 0.05;
+        } else
+            return usage(argv[0]);
+    }
+    tg_isa want = TG_ISA_COUNT;
+    if (only_isa && tg_isa_parse(only_isa, &want) != TG_OK) {
+        fprintf(stderr, "bench: unknown ISA '%s'\n", only_isa);
+        return 2;
+    }
+    for (int i = 0; i < TG_ISA_COUNT; i++) {
+        if (!tg_isa_supported((tg_isa)i) || (want != TG_ISA_COUNT && (tg_isa)i != want)) continue;
+        tg_err err;
+        if (tg_engine_init(&bc.eng[bc.n_eng], (tg_isa)i, &err) != TG_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return 1;
+        }
+        bc.n_eng++;
+    }
+    if (bc.n_eng == 0) {
+        fprintf(stderr, "bench: this CPU does not support %s\n", only_isa);
+        return 1;
+    }
+    for (int n = 1; n <= bc.max_threads; n++) {
+        tg_err err;
+        if (tg_pool_create(&bc.pool[n], n, &err) != TG_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return 1;
+        }
+    }
+#ifdef TG_HAVE_OPENBLAS
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    printf("# OpenBLAS %s, core %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_config(),
+           openblas_get_corename(), ct ? ct : "unset");
+#else
+    printf("# built without OpenBLAS: no baseline for matmul\n");
+#endif
+    bench_header();
+    int ran = 0;
+    for (size_t k = 0; k < sizeof benches / sizeof benches[0]; k++) {
+        if (only_kernel && strcmp(only_kernel, benches[k].name)) continue;
+        benches[k].run(&bc);
+        ran++;
+    }
+    for (int n = 1; n <= bc.max_threads; n++) tg_pool_free(bc.pool[n]);
+    if (!ran) {
+        fprintf(stderr, "bench: no kernel named '%s'\n", only_kernel);
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,232 @@
+/* matmul_tmpl.h — the x86 matmul written once over a small SIMD vocabulary
+ * (ggml's pattern). Included by matmul_avx2.c and matmul_avx512.c, each
+ * built with its own ISA flags, after defining:
+ *
+ *   vec, vmask              the vector type (LANES floats) and a lane mask
+ *   LANES                   floats per vector
+ *   vzero() vload(p) vstore(p,v) vfma(a,b,c)=a*b+c vadd(a,b) vbcast(p)
+ *   vmask_n(n)              lanes 0..n-1 on (0 <= n <= LANES)
+ *   vload_m(p,m) vstore_m(p,v,m)   masked (no access to masked-off lanes)
+ *   hsum(v)                 horizontal sum in a fixed order
+ *   MR                      token rows per GEMM micro-tile (NR = 2·LANES columns)
+ *   FN(name)                name##_isa
+ *
+ * Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b, columns o0..o1-1 only.
+ *
+ *   T == 1  GEMV, memory-bound: GEMV_ROWS weight rows per iteration share
+ *           each load of x; two accumulators per row hide the FMA latency.
+ *   T > 1   GEMM, Goto/BLIS style: X is packed per (MC × KC) block into
+ *           MR-row micro-panels, W per (KC × NR) panel (transposed so that a
+ *           k step is one contiguous NR-float row); an MR × NR register tile
+ *           accumulates over k with broadcasts of x and loads of w.
+ *
+ * Why results do not depend on o0/o1 (or the thread count): in the GEMV every
+ * row is summed by the same sequence of operations whichever row group or
+ * tail path it falls in; in the GEMM every output is one lane of one
+ * accumulator, fed k = 0..IN-1 in order (later K blocks reload the partial
+ * sum from y), then + b. Padding lanes and padding rows never mix in. */
+#include <stdalign.h>
+#include <string.h>
+
+#include "engine/x86/x86.h"
+
+#define NR (2 * LANES)
+#define KC 256 /* k depth of a packed block: a W panel is KC·NR floats (L1) */
+#define MC 128 /* token rows per packed X block: MC·KC floats (L2) */
+#define GEMV_ROWS 4
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* ---- GEMV: y[OUT] = W[OUT,IN] · x[IN] + b ------------------------------------ */
+
+/* The partial sums of one row: a[0] gets the even vectors, a[1] the odd
+ * ones, the lone last full vector and then the masked tail go to a[0] and
+ * a[1]. One function for 1 or GEMV_ROWS rows keeps the order identical. */
+ALWAYS_INLINE void gemv_rows(int R, float *y, const float *x, const float *w, size_t ldw,
+                             const float *b, int in) {
+    vec a0[GEMV_ROWS], a1[GEMV_ROWS];
+    for (int r = 0; r < R; r++) a0[r] = a1[r] = vzero();
+    int i = 0;
+    for (; i + 2 * LANES <= in; i += 2 * LANES) {
+        vec x0 = vload(x + i), x1 = vload(x + i + LANES);
+        for (int r = 0; r < R; r++) {
+            a0[r] = vfma(vload(w + r * ldw + i), x0, a0[r]);
+            a1[r] = vfma(vload(w + r * ldw + i + LANES), x1, a1[r]);
+        }
+    }
+    if (i + LANES <= in) {
+        vec x0 = vload(x + i);
+        for (int r = 0; r < R; r++) a0[r] = vfma(vload(w + r * ldw + i), x0, a0[r]);
+        i += LANES;
+    }
+    if (i < in) { /* tail: 1..LANES-1 floats */
+        vmask m = vmask_n(in - i);
+        vec x0 = vload_m(x + i, m);
+        for (int r = 0; r < R; r++) a1[r] = vfma(vload_m(w + r * ldw + i, m), x0, a1[r]);
+    }
+    for (int r = 0; r < R; r++) {
+        float s = hsum(vadd(a0[r], a1[r]));
+        y[r] = b ? s + b[r] : s;
+    }
+}
+
+/* y[o0..o1) of one token row */
+static void gemv(float *y, const float *x, const float *w, const float *b, int in, int o0,
+                 int o1) {
+    int o = o0;
+    for (; o + GEMV_ROWS <= o1; o += GEMV_ROWS)
+        gemv_rows(GEMV_ROWS, y + o, x, w + (size_t)o * in, (size_t)in, b ? b + o : NULL, in);
+    for (; o < o1; o++) /* tail: 1..GEMV_ROWS-1 rows */
+        gemv_rows(1, y + o, x, w + (size_t)o * in, (size_t)in, b ? b + o : NULL, in);
+}
+
+/* ---- GEMM packing ------------------------------------------------------------ */
+
+/* xp[ceil(mc/MR)][kc][MR] = X[t0.., k0..]; rows past mc are zero. */
+static void pack_x(float *xp, const float *x, int in, int mc, int kc) {
+    for (int t0 = 0; t0 < mc; t0 += MR, xp += (size_t)kc * MR) {
+        int mr = mc - t0 < MR ? mc - t0 : MR;
+        for (int r = 0; r < MR; r++) {
+            const float *xr = x + (size_t)(t0 + r) * in;
+            if (r < mr)
+                for (int k = 0; k < kc; k++) xp[(size_t)k * MR + r] = xr[k];
+            else
+                for (int k = 0; k < kc; k++) xp[(size_t)k * MR + r] = 0.0f;
+        }
+    }
+}
+
+/* dst[8][ld] = transpose of src rows r[0..7], 8 floats each (AVX: both ISAs) */
+ALWAYS_INLINE void transpose8(float *dst, size_t ld, const float *const r[8], int k) {
+    __m256 a0 = _mm256_loadu_ps(r[0] + k), a1 = _mm256_loadu_ps(r[1] + k);
+    __m256 a2 = _mm256_loadu_ps(r[2] + k), a3 = _mm256_loadu_ps(r[3] + k);
+    __m256 a4 = _mm256_loadu_ps(r[4] + k), a5 = _mm256_loadu_ps(r[5] + k);
+    __m256 a6 = _mm256_loadu_ps(r[6] + k), a7 = _mm256_loadu_ps(r[7] + k);
+    __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
+    __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
+    __m256 t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5);
+    __m256 t6 = _mm256_unpacklo_ps(a6, a7), t7 = _mm256_unpackhi_ps(a6, a7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* wp[kc][NR] = W[o.., k0..]ᵀ for nr <= NR rows of W (ldw apart); columns
+ * nr..NR-1 are zero. */
+static void pack_w(float *wp, const float *w, size_t ldw, int nr, int kc) {
+    for (int j0 = 0; j0 < NR; j0 += 8) {
+        const float *r[8];
+        int live = 0;
+        for (int j = 0; j < 8; j++) {
+            int row = j0 + j;
+            r[j] = row < nr ? w + (size_t)row * ldw : NULL;
+            live += row < nr;
+        }
+        if (!live) {
+            for (int k = 0; k < kc; k++) memset(wp + (size_t)k * NR + j0, 0, 8 * sizeof(float));
+            continue;
+        }
+        int k = 0;
+        if (live == 8)
+            for (; k + 8 <= kc; k += 8) transpose8(wp + (size_t)k * NR + j0, NR, r, k);
+        for (; k < kc; k++) /* tail: k steps past the last 8, or a partial group */
+            for (int j = 0; j < 8; j++) wp[(size_t)k * NR + j0 + j] = r[j] ? r[j][k] : 0.0f;
+    }
+}
+
+/* ---- GEMM micro-kernel -------------------------------------------------------- */
+
+/* y[mr, nr] (ldy apart) (+)= xp[kc][MR] · wp[kc][NR]; `first` starts from 0
+ * instead of y; b (when given) is added at the end. nr < NR columns go through
+ * masked loads/stores, so nothing past column nr is touched. */
+ALWAYS_INLINE void ukernel(int mr, const float *xp, const float *wp, int kc, float *y,
+                           size_t ldy, int nr, int first, const float *b) {
+    vec c0[MR], c1[MR];
+    vmask m0 = vmask_n(nr < LANES ? nr : LANES), m1 = vmask_n(nr > LANES ? nr - LANES : 0);
+    int full = nr == NR;
+    if (first) {
+        for (int r = 0; r < mr; r++) c0[r] = c1[r] = vzero();
+    } else if (full) {
+        for (int r = 0; r < mr; r++) {
+            c0[r] = vload(y + r * ldy);
+            c1[r] = vload(y + r * ldy + LANES);
+        }
+    } else {
+        for (int r = 0; r < mr; r++) {
+            c0[r] = vload_m(y + r * ldy, m0);
+            c1[r] = vload_m(y + r * ldy + LANES, m1);
+        }
+    }
+    for (int k = 0; k < kc; k++, xp += MR, wp += NR) {
+        vec w0 = vload(wp), w1 = vload(wp + LANES);
+        for (int r = 0; r < mr; r++) {
+            vec xb = vbcast(xp + r);
+            c0[r] = vfma(xb, w0, c0[r]);
+            c1[r] = vfma(xb, w1, c1[r]);
+        }
+    }
+    if (b) {
+        vec b0 = full ? vload(b) : vload_m(b, m0);
+        vec b1 = full ? vload(b + LANES) : vload_m(b + LANES, m1);
+        for (int r = 0; r < mr; r++) {
+            c0[r] = vadd(c0[r], b0);
+            c1[r] = vadd(c1[r], b1);
+        }
+    }
+    if (full) {
+        for (int r = 0; r < mr; r++) {
+            vstore(y + r * ldy, c0[r]);
+            vstore(y + r * ldy + LANES, c1[r]);
+        }
+    } else {
+        for (int r = 0; r < mr; r++) {
+            vstore_m(y + r * ldy, c0[r], m0);
+            vstore_m(y + r * ldy + LANES, c1[r], m1);
+        }
+    }
+}
+
+/* One call per row count, so each is compiled with mr a constant and its
+ * accumulators in registers. */
+#define UK(n)                                                                            \
+    static void ukernel_##n(const float *xp, const float *wp, int kc, float *y, size_t ldy, \
+                            int nr, int first, const float *b) {                         \
+        ukernel(n, xp, wp, kc, y, ldy, nr, first, b);                                    \
+    }
+typedef void (*ukernel_fn)(const float *, const float *, int, float *, size_t, int, int,
+                           const float *);
+
+/* ---- GEMM driver ---------------------------------------------------------------- */
+
+static void gemm(const ukernel_fn uk[MR + 1], float *y, const float *x, const float *w,
+                 const float *b, int T, int in, int out, int o0, int o1) {
+    alignas(64) float xp[(MC + MR - 1) / MR * MR * KC]; /* MR-row panels, the last padded */
+    alignas(64) float wp[KC * NR];
+    for (int t0 = 0; t0 < T; t0 += MC) {
+        int mc = T - t0 < MC ? T - t0 : MC;
+        for (int k0 = 0; k0 < in; k0 += KC) {
+            int kc = in - k0 < KC ? in - k0 : KC;
+            int first = k0 == 0, last = k0 + kc == in;
+            pack_x(xp, x + (size_t)t0 * in + k0, in, mc, kc);
+            for (int o = o0; o < o1; o += NR) {
+                int nr = o1 - o < NR ? o1 - o : NR;
+                pack_w(wp, w + (size_t)o * in + k0, (size_t)in, nr, kc);
+                const float *bo = last && b ? b + o : NULL;
+                for (int t = 0; t < mc; t += MR) {
+                    int mr = mc - t < MR ? mc - t : MR;
+                    uk[mr](xp + (size_t)t * kc, wp, kc, y + (size_t)(t0 + t) * out + o,
+                           (size_t)out, nr, first, bo);
+                }
+            }
+        }
+    }
+}
