@@ -1,0 +1,6 @@
+/* roofline_arm.c — the FMA probe kernel for each ISA level on aarch64. */
+#include "engine/roofline.h"
+
+tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa) {
+    return isa == TG_ISA_NEON ? tg_fma_probe_neon : tg_fma_probe_ref;
+}

@@ -1,0 +1,7 @@
+/* roofline_generic.c — CPUs without a SIMD path probe with the C reference. */
+#include "engine/roofline.h"
+
+tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa) {
+    (void)isa;
+    return tg_fma_probe_ref;
+}

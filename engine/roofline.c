@@ -1,0 +1,180 @@
+/* roofline.c — the two machine probes behind "% of roofline" (see
+ * roofline.h): a DRAM read stream and an FMA peak, each on nth threads of
+ * the pool, best pass of several. */
+#include "engine/roofline.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB ((size_t)1 << 20)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The C reference FMA probe: TG_FMA_CHAINS scalar chains. Built without FMA
+ * flags, so a step is a multiply and an add (still 2 flops); the compiler
+ * may keep it scalar or use the baseline vector unit, which is what the C
+ * reference kernels get too. */
+double tg_fma_probe_ref(long iters, float m, float c, float x0, int *lanes) {
+    float a[TG_FMA_CHAINS];
+    for (int k = 0; k < TG_FMA_CHAINS; k++) a[k] = x0 + (float)k / 16;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < TG_FMA_CHAINS; k++) a[k] = a[k] * m + c;
+    double sum = 0;
+    for (int k = 0; k < TG_FMA_CHAINS; k++) sum += a[k];
+    *lanes = 1;
+    return sum;
+}
+
+size_t tg_dram_probe_bytes(void) {
+    long llc = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    size_t bytes = llc > 0 ? (size_t)llc * 8 : 0;
+    if (bytes < 256 * MIB) bytes = 256 * MIB;
+    if (bytes > 1024 * MIB) bytes = 1024 * MIB;
+    return bytes;
+}
+
+/* ---- DRAM read ------------------------------------------------------------ */
+
+typedef struct read_job {
+    const uint64_t *buf;
+    size_t n;                 /* uint64 words */
+    uint64_t sums[64];        /* one per thread (nth <= 64 here) */
+} read_job;
+
+/* Sum of words[i0..i1): eight accumulators so loads are independent and
+ * the compiler can vectorise; the sum only keeps the reads alive. */
+static uint64_t read_words(const uint64_t *w, size_t i0, size_t i1) {
+    uint64_t s[8] = {0};
+    size_t i = i0;
+    for (; i + 8 <= i1; i += 8)
+        for (int k = 0; k < 8; k++) s[k] += w[i + k];
+    for (; i < i1; i++) s[0] += w[i];
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
+static void read_task(void *ctx, int ith, int nth) {
+    read_job *j = ctx;
+    size_t i0 = j->n * (size_t)ith / (size_t)nth, i1 = j->n * (size_t)(ith + 1) / (size_t)nth;
+    j->sums[ith] += read_words(j->buf, i0, i1);
+}
+
+tg_status tg_measure_dram_read(tg_pool *pool, int nth, size_t bytes, double seconds,
+                               double *gbs, tg_err *err) {
+    if (nth < 1 || nth > tg_pool_size(pool) || nth > 64)
+        return tg_fail(err, TG_ERR_ARG, "roofline: %d threads requested, pool has %d", nth,
+                       tg_pool_size(pool));
+    if (bytes == 0) bytes = tg_dram_probe_bytes();
+    bytes &= ~(size_t)63;
+    if (bytes < 64) return tg_fail(err, TG_ERR_ARG, "roofline: DRAM probe buffer too small");
+    uint64_t *buf = aligned_alloc(64, bytes);
+    if (!buf)
+        return tg_fail(err, TG_ERR_NOMEM, "roofline: cannot allocate a %zu MiB probe buffer",
+                       bytes / MIB);
+    read_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        free(buf);
+        return tg_fail(err, TG_ERR_NOMEM, "roofline: out of memory");
+    }
+    j->buf = buf;
+    j->n = bytes / sizeof(uint64_t);
+    /* Touch every page from the thread that will read it (first touch). */
+    for (size_t i = 0; i < j->n; i++) buf[i] = i * 0x9E3779B97F4A7C15u;
+    double best = 0, t_end = now_s() + seconds;
+    int passes = 0;
+    do {
+        double t0 = now_s();
+        tg_pool_run(pool, nth, read_task, j);
+        double dt = now_s() - t0;
+        if (dt > 0 && (double)bytes / dt > best) best = (double)bytes / dt;
+        passes++;
+    } while (passes < 3 || now_s() < t_end);
+    /* Keep the sums observable so the reads cannot be dropped. */
+    volatile uint64_t sink = 0;
+    for (int i = 0; i < nth; i++) sink += j->sums[i];
+    (void)sink;
+    free(j);
+    free(buf);
+    *gbs = best * 1e-9;
+    return TG_OK;
+}
+
+/* ---- FMA peak ------------------------------------------------------------- */
+
+typedef struct fma_job {
+    tg_fma_probe_fn fn;
+    long iters;
+    int lanes;
+    double sums[64];
+} fma_job;
+
+static void fma_task(void *ctx, int ith, int nth) {
+    (void)nth;
+    fma_job *j = ctx;
+    int lanes;
+    /* m, c keep every lane at a finite fixed point (no denormals, no inf). */
+    j->sums[ith] += j->fn(j->iters, 0.75f, 0.25f, 0.5f, &lanes);
+    if (ith == 0) j->lanes = lanes;
+}
+
+tg_status tg_measure_fma_peak(tg_pool *pool, int nth, tg_isa isa, double seconds,
+                              double *gflops, tg_err *err) {
+    if (nth < 1 || nth > tg_pool_size(pool) || nth > 64)
+        return tg_fail(err, TG_ERR_ARG, "roofline: %d threads requested, pool has %d", nth,
+                       tg_pool_size(pool));
+    if (!tg_isa_supported(isa))
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "roofline: this CPU does not support %s",
+                       tg_isa_name(isa));
+    fma_job j = {.fn = tg_fma_probe_arch(isa), .iters = 1 << 14};
+    /* Calibrate: grow iters until one pass takes >= 10 ms. */
+    double dt = 0;
+    for (;;) {
+        double t0 = now_s();
+        tg_pool_run(pool, nth, fma_task, &j);
+        dt = now_s() - t0;
+        if (dt >= 0.01 || j.iters > (1L << 40)) break;
+        j.iters *= dt > 0.001 ? (long)(0.012 / dt) + 1 : 8;
+    }
+    double best = 0, t_end = now_s() + seconds;
+    int passes = 0;
+    do {
+        double t0 = now_s();
+        tg_pool_run(pool, nth, fma_task, &j);
+        dt = now_s() - t0;
+        double flops = (double)j.iters * TG_FMA_CHAINS * j.lanes * 2.0 * nth;
+        if (dt > 0 && flops / dt > best) best = flops / dt;
+        passes++;
+    } while (passes < 3 || now_s() < t_end);
+    volatile double sink = 0;
+    for (int i = 0; i < nth; i++) sink += j.sums[i];
+    (void)sink;
+    *gflops = best * 1e-9;
+    return TG_OK;
+}
+
+tg_status tg_roofline_measure(tg_roofline *r, tg_pool *pool, int nth, tg_isa isa,
+                              double seconds, tg_err *err) {
+    memset(r, 0, sizeof *r);
+    r->n_threads = nth;
+    r->isa = isa;
+    tg_status s = tg_measure_dram_read(pool, nth, 0, seconds, &r->dram_gbs, err);
+    if (s == TG_OK) s = tg_measure_fma_peak(pool, nth, isa, seconds, &r->peak_gflops, err);
+    return s;
+}
+
+double tg_roofline_time(const tg_roofline *r, double flops, double bytes) {
+    if (!r || r->peak_gflops <= 0 || r->dram_gbs <= 0) return 0;
+    double tc = flops / (r->peak_gflops * 1e9), tm = bytes / (r->dram_gbs * 1e9);
+    return tc > tm ? tc : tm;
+}

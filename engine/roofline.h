@@ -1,0 +1,68 @@
+/* roofline.h — what this machine can do, measured rather than looked up:
+ * DRAM read bandwidth (a stream over a buffer much larger than the caches)
+ * and FMA peak (independent FMA chains that keep every FMA pipe busy). The
+ * profiler and the bench divide an op's achieved rate by these two ceilings:
+ * an op doing F flops and reading B bytes can at best take
+ *     max(F / peak, B / bandwidth)   seconds   (the roofline model),
+ * and "% of roofline" is that time over the measured time.
+ *
+ * Both probes run on the pool with nth workers (each thread its own share)
+ * and report the best of several passes: the ceiling, not the average.
+ */
+#ifndef TINYGPT_ROOFLINE_H
+#define TINYGPT_ROOFLINE_H
+
+#include <stddef.h>
+
+#include "engine/engine.h"
+
+typedef struct tg_roofline {
+    int n_threads;       /* threads the probes ran on */
+    tg_isa isa;          /* ISA of the FMA probe */
+    double dram_gbs;     /* read bandwidth, 1e9 bytes/s */
+    double peak_gflops;  /* FMA peak, 1e9 flop/s (an FMA counts 2 flops) */
+} tg_roofline;
+
+/* Reads `bytes` (0: tg_dram_probe_bytes()) of memory with nth threads, in
+ * passes, for about `seconds`; *gbs = the fastest pass. */
+tg_status tg_measure_dram_read(tg_pool *pool, int nth, size_t bytes, double seconds,
+                               double *gbs, tg_err *err);
+
+/* Runs independent FMA chains with the widest vectors of `isa` on nth
+ * threads for about `seconds`; *gflops = the fastest pass. */
+tg_status tg_measure_fma_peak(tg_pool *pool, int nth, tg_isa isa, double seconds,
+                              double *gflops, tg_err *err);
+
+/* Both probes, `seconds` each, default buffer size. */
+tg_status tg_roofline_measure(tg_roofline *r, tg_pool *pool, int nth, tg_isa isa,
+                              double seconds, tg_err *err);
+
+/* The roofline's lower bound on the time of work of `flops` flops reading
+ * `bytes` bytes: max(flops / peak, bytes / bandwidth), in seconds. */
+double tg_roofline_time(const tg_roofline *r, double flops, double bytes);
+
+/* Default DRAM probe size: 8x the last-level cache, at least 256 MiB, at
+ * most 1 GiB. */
+size_t tg_dram_probe_bytes(void);
+
+/* ---- FMA probe kernels (one per ISA, in the files built with its flags) ---
+ *
+ * Runs `iters` steps of acc = acc * m + c on every lane of TG_FMA_CHAINS
+ * independent vector accumulators, chain k starting at x0 + k/16 (distinct, so
+ * the compiler cannot merge chains), and returns the sum
+ * of all lanes (so the work cannot be optimised away, and a test can check
+ * it against the recurrence). *lanes receives the number of float lanes per
+ * accumulator; the flops done are iters * TG_FMA_CHAINS * lanes * 2. */
+#define TG_FMA_CHAINS 12
+typedef double (*tg_fma_probe_fn)(long iters, float m, float c, float x0, int *lanes);
+
+double tg_fma_probe_ref(long iters, float m, float c, float x0, int *lanes);
+double tg_fma_probe_avx2(long iters, float m, float c, float x0, int *lanes);
+double tg_fma_probe_avx512(long iters, float m, float c, float x0, int *lanes);
+double tg_fma_probe_neon(long iters, float m, float c, float x0, int *lanes);
+
+/* The FMA probe kernel for `isa` on this architecture (the C reference if
+ * the architecture has none for it). Defined per architecture. */
+tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa);
+
+#endif

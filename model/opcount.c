@@ -1,0 +1,124 @@
+/* opcount.c — the flop and byte formulas of every op (see opcount.h for the
+ * conventions). Shapes: E width, H heads, HS = E/H, F feed-forward width,
+ * V vocabulary, T tokens in the step, pos tokens already cached, R =
+ * n_logits rows through the head, P = pos + T positions in the cache after
+ * the step, S = Σ_{t<T} (pos + t + 1) = T·pos + T(T+1)/2 (query, key) pairs
+ * per head. */
+#include "model/opcount.h"
+
+enum { F32 = 4 };
+
+/* A matmul y[T,OUT] = x[T,IN] · W[OUT,IN]ᵀ (+ b): 2·T·IN·OUT flops (+ T·OUT
+ * for the bias); reads W (and b) and x. */
+static tg_opcost matmul_cost(double T, double in, double out, int bias) {
+    tg_opcost k = {0};
+    k.flops = 2.0 * T * in * out + (bias ? T * out : 0);
+    k.weight_bytes = F32 * (in * out + (bias ? out : 0));
+    k.act_bytes = F32 * T * in;
+    return k;
+}
+
+/* LayerNorm of R rows of N: mean (1 flop/element), variance (3: subtract,
+ * square, add), normalise and affine (4: subtract, scale, gain, bias) = 8
+ * per element; reads x and the gain and bias vectors. */
+static tg_opcost layernorm_cost(double R, double N) {
+    tg_opcost k = {0};
+    k.flops = 8.0 * R * N;
+    k.weight_bytes = F32 * 2.0 * N;
+    k.act_bytes = F32 * R * N;
+    return k;
+}
+
+tg_opcost tg_opcost_layer(const tg_gpt2_config *c, tg_op op, int T_, int pos_, int R_) {
+    double E = c->n_embd, H = c->n_head, F = c->n_ff, V = c->n_vocab;
+    double T = T_, pos = pos_, R = R_;
+    double P = pos + T;
+    double S = T * pos + T * (T + 1) / 2;
+    tg_opcost k = {0};
+    switch (op) {
+    case TG_OP_EMBED:        /* x[t] = wte[token] + wpe[pos+t]: one add per element */
+        k.flops = T * E;
+        k.weight_bytes = F32 * 2.0 * T * E;
+        break;
+    case TG_OP_LN1:
+    case TG_OP_LN2:
+        k = layernorm_cost(T, E);
+        break;
+    case TG_OP_QKV:          /* [T,E] -> [T,3E] with bias (the K/V copy into the cache is free) */
+        k = matmul_cost(T, E, 3 * E, 1);
+        break;
+    case TG_OP_ATTN_SCORES:  /* per head and pair: HS-long dot (2·HS) and the scale (1) */
+        k.flops = S * (2 * E + H);
+        k.kv_bytes = F32 * P * E;        /* every cached key, all heads */
+        k.act_bytes = F32 * T * E;       /* the queries */
+        break;
+    case TG_OP_ATTN_SOFTMAX: /* per score: max, subtract, exp, sum, normalise */
+        k.flops = 5.0 * H * S;
+        k.act_bytes = F32 * H * S;
+        break;
+    case TG_OP_ATTN_MIX:     /* per head and pair: HS multiply-adds */
+        k.flops = 2.0 * S * E;
+        k.kv_bytes = F32 * P * E;        /* every cached value */
+        k.act_bytes = F32 * H * S;       /* the attention weights */
+        break;
+    case TG_OP_ATTN_PROJ:    /* [T,E] -> [T,E] with bias, then the residual add */
+        k = matmul_cost(T, E, E, 1);
+        k.flops += T * E;
+        k.act_bytes += F32 * T * E;
+        break;
+    case TG_OP_MLP_UP:
+        k = matmul_cost(T, E, F, 1);
+        break;
+    case TG_OP_GELU:         /* 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))): 9 per element */
+        k.flops = 9.0 * T * F;
+        k.act_bytes = F32 * T * F;
+        break;
+    case TG_OP_MLP_DOWN:     /* [T,F] -> [T,E] with bias, then the residual add */
+        k = matmul_cost(T, F, E, 1);
+        k.flops += T * E;
+        k.act_bytes += F32 * T * E;
+        break;
+    case TG_OP_LNF:
+        k = layernorm_cost(R, E);
+        break;
+    case TG_OP_LM_HEAD:      /* [R,E] -> [R,V], no bias (tied or not, V·E weights) */
+        k = matmul_cost(R, E, V, 0);
+        break;
+    case TG_OP_SAMPLE:       /* one pass over the last row of logits */
+        k.flops = V;
+        k.act_bytes = F32 * V;
+        break;
+    default:
+        break;
+    }
+    return k;
+}
+
+int tg_op_in_block(tg_op op) { return op >= TG_OP_LN1 && op <= TG_OP_MLP_DOWN; }
+
+int tg_op_per_head(tg_op op) {
+    return op == TG_OP_ATTN_SCORES || op == TG_OP_ATTN_SOFTMAX || op == TG_OP_ATTN_MIX;
+}
+
+tg_opcost tg_opcost_scale(tg_opcost a, double s) {
+    return (tg_opcost){a.flops * s, a.weight_bytes * s, a.kv_bytes * s, a.act_bytes * s};
+}
+
+tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b) {
+    return (tg_opcost){a.flops + b.flops, a.weight_bytes + b.weight_bytes,
+                       a.kv_bytes + b.kv_bytes, a.act_bytes + b.act_bytes};
+}
+
+double tg_opcost_bytes(tg_opcost k) { return k.weight_bytes + k.kv_bytes + k.act_bytes; }
+
+tg_opcost tg_opcost_step(const tg_gpt2_config *c, tg_op op, int T, int pos, int n_logits) {
+    tg_opcost k = tg_opcost_layer(c, op, T, pos, n_logits);
+    return tg_op_in_block(op) ? tg_opcost_scale(k, c->n_layer) : k;
+}
+
+tg_opcost tg_opcost_forward(const tg_gpt2_config *c, int T, int pos, int n_logits) {
+    tg_opcost sum = {0};
+    for (int op = 0; op < TG_OP_SAMPLE; op++)
+        sum = tg_opcost_add(sum, tg_opcost_step(c, (tg_op)op, T, pos, n_logits));
+    return sum;
+}

@@ -1,0 +1,49 @@
+/* opcount.h — the work of every op of a forward pass, from formulas kept in
+ * this one place (model/opcount.c documents each): flops, and the bytes the
+ * op reads, split into weights, KV cache and activations. The profiler and
+ * the bench both divide these by measured times, and by the roofline.
+ *
+ * Conventions (legend of model/gpt.h; S = Σ_t (pos + t + 1), the number of
+ * (query, key) pairs of a causal step of T tokens after pos cached ones):
+ *  - a multiply or an add is one flop, an FMA two; exp and tanh count one,
+ *    as do max and compare; divisions and square roots once per row are not
+ *    counted;
+ *  - bytes are what the op must read if nothing were cached: every input
+ *    element counted once per call (weights as f32, 4 bytes), writes not
+ *    counted. Activations are usually in cache, so weights + KV bytes are
+ *    the DRAM traffic of a decode step;
+ *  - ln_f and lm_head run on n_logits rows (1, or T with all logits);
+ *  - sample is the caller's sampler over one row of V logits.
+ */
+#ifndef TINYGPT_MODEL_OPCOUNT_H
+#define TINYGPT_MODEL_OPCOUNT_H
+
+#include "model/gpt.h"
+
+typedef struct tg_opcost {
+    double flops;
+    double weight_bytes;  /* parameters read */
+    double kv_bytes;      /* K/V cache read */
+    double act_bytes;     /* activations read (inputs, scores, probabilities) */
+} tg_opcost;
+
+/* Cost of `op` in one forward step of T tokens at positions pos..pos+T-1:
+ * for the ops inside a block (ln_1 .. mlp_down) the cost of ONE layer (all
+ * heads); for embed, ln_f, lm_head and sample the whole op. Zero cost for
+ * an op outside [0, TG_OP_COUNT). */
+tg_opcost tg_opcost_layer(const tg_gpt2_config *c, tg_op op, int T, int pos, int n_logits);
+
+/* The op over the whole step: tg_opcost_layer times L for block ops. */
+tg_opcost tg_opcost_step(const tg_gpt2_config *c, tg_op op, int T, int pos, int n_logits);
+
+/* The whole forward pass (every op but sample). */
+tg_opcost tg_opcost_forward(const tg_gpt2_config *c, int T, int pos, int n_logits);
+
+double tg_opcost_bytes(tg_opcost k);    /* weights + KV + activations */
+tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b);
+tg_opcost tg_opcost_scale(tg_opcost a, double s);
+
+int tg_op_in_block(tg_op op);  /* ln_1 .. mlp_down: once per layer */
+int tg_op_per_head(tg_op op);  /* attn_scores, attn_softmax, attn_mix */
+
+#endif

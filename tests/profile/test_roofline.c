@@ -1,0 +1,82 @@
+/* test_roofline.c — the machine probes: every FMA probe kernel computes the
+ * recurrence it claims (so its flop count is honest), the measurements are
+ * positive and finite, bad arguments are errors, and the roofline bound is
+ * max(compute, memory). Speeds themselves are never asserted. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "engine/roofline.h"
+
+static double fma_reference(long iters, float m, float c, float x0, int lanes) {
+    double sum = 0;
+    for (int k = 0; k < TG_FMA_CHAINS; k++) {
+        double x = x0 + (float)k / 16;
+        for (long i = 0; i < iters; i++) x = x * m + c;
+        sum += x * lanes;
+    }
+    return sum;
+}
+
+Test(roofline, fma_kernels_compute_their_chains) {
+    static const int want_lanes[TG_ISA_COUNT] = {1, 8, 16, 4};
+    for (int isa = 0; isa < TG_ISA_COUNT; isa++) {
+        if (!tg_isa_supported((tg_isa)isa)) continue;
+        tg_fma_probe_fn fn = tg_fma_probe_arch((tg_isa)isa);
+        for (long iters = 0; iters <= 40; iters += 13) {
+            int lanes = 0;
+            double got = fn(iters, 0.9f, 0.1f, 0.3f, &lanes);
+            cr_assert_eq(lanes, want_lanes[isa], "%s", tg_isa_name((tg_isa)isa));
+            double want = fma_reference(iters, 0.9f, 0.1f, 0.3f, lanes);
+            /* Each step rounds once or twice (≤ 2u|x|, |x| < 1.1) and |m| < 1
+             * shrinks old errors; plus the final sum of all lanes. */
+            double n = (double)TG_FMA_CHAINS * lanes;
+            double tol = n * (iters + n) * 2.2 * 0x1p-24;
+            cr_assert(fabs(got - want) <= tol, "%s iters %ld: %.9g vs %.9g",
+                      tg_isa_name((tg_isa)isa), iters, got, want);
+        }
+    }
+}
+
+Test(roofline, probes_measure_something) {
+    tg_pool *pool;
+    tg_err err;
+    cr_assert_eq(tg_pool_create(&pool, 2, &err), TG_OK);
+    for (int nth = 1; nth <= 2; nth++) {
+        double gbs = 0, gflops = 0;
+        cr_assert_eq(tg_measure_dram_read(pool, nth, (size_t)8 << 20, 0.02, &gbs, &err), TG_OK,
+                     "%s", err.msg);
+        cr_assert(isfinite(gbs) && gbs > 0, "%g GB/s", gbs);
+        cr_assert_eq(tg_measure_fma_peak(pool, nth, tg_isa_best(), 0.02, &gflops, &err), TG_OK,
+                     "%s", err.msg);
+        cr_assert(isfinite(gflops) && gflops > 0, "%g GFLOP/s", gflops);
+    }
+    tg_pool_free(pool);
+}
+
+Test(roofline, bad_arguments_are_errors) {
+    tg_pool *pool;
+    tg_err err;
+    double v;
+    cr_assert_eq(tg_pool_create(&pool, 1, &err), TG_OK);
+    cr_assert_eq(tg_measure_dram_read(pool, 2, 1 << 20, 0.01, &v, &err), TG_ERR_ARG);
+    cr_assert(strstr(err.msg, "threads"), "%s", err.msg);
+    cr_assert_eq(tg_measure_dram_read(pool, 0, 1 << 20, 0.01, &v, &err), TG_ERR_ARG);
+    cr_assert_eq(tg_measure_dram_read(pool, 1, 32, 0.01, &v, &err), TG_ERR_ARG);
+    cr_assert_eq(tg_measure_fma_peak(pool, 3, TG_ISA_SCALAR, 0.01, &v, &err), TG_ERR_ARG);
+    tg_isa missing = TG_ISA_COUNT;
+    for (int i = 0; i < TG_ISA_COUNT; i++)
+        if (!tg_isa_supported((tg_isa)i)) missing = (tg_isa)i;
+    if (missing != TG_ISA_COUNT)
+        cr_assert_eq(tg_measure_fma_peak(pool, 1, missing, 0.01, &v, &err), TG_ERR_UNSUPPORTED);
+    tg_pool_free(pool);
+}
+
+Test(roofline, bound_is_the_slower_of_compute_and_memory) {
+    tg_roofline r = {.n_threads = 1, .dram_gbs = 10, .peak_gflops = 100};
+    /* 1 GFLOP at 100 GFLOP/s = 10 ms; 1 GB at 10 GB/s = 100 ms */
+    cr_assert_float_eq(tg_roofline_time(&r, 1e9, 1e9), 0.1, 1e-12);
+    cr_assert_float_eq(tg_roofline_time(&r, 1e11, 1e9), 1.0, 1e-12);
+    tg_roofline none = {0};
+    cr_assert_float_eq(tg_roofline_time(&none, 1e9, 1e9), 0.0, 0);
+    cr_assert(tg_dram_probe_bytes() >= ((size_t)256 << 20));
+}
