@@ -9,8 +9,6 @@
         return cli_error(name, "not implemented yet (tracked in issue #%d)", issue); \
     }
 
-PENDING(cmd_generate, "generate", 4)
-PENDING(cmd_eval, "eval", 4)
 PENDING(cmd_tokenize, "tokenize", 4)
 PENDING(cmd_inspect, "inspect", 3)
 PENDING(cmd_convert, "convert", 3)

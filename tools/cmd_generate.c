@@ -1,0 +1,306 @@
+/* cmd_generate.c — `tinygpt generate`: prefill the prompt, then sample and
+ * decode token by token, streaming the text to stdout (never splitting a
+ * UTF-8 character) and a stats line to stderr. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/gpt.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+#include "tools/cli.h"
+#include "tools/run.h"
+
+static const char *const CMD = "generate";
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt generate [-m MODEL] [-p PROMPT | -f FILE] [-n N] [options]\n"
+            "  -m MODEL              GGUF file or Hugging Face GPT-2 folder (default: the\n"
+            "                        shipped model, or $TINYGPT_MODEL)\n"
+            "  -p PROMPT | -f FILE   the prompt (default: empty, starts from <|endoftext|>)\n"
+            "  -n N                  tokens to generate, [0, 1000000] (default 256)\n"
+            "  --temp T              temperature, [0, 100]; 0 = greedy (default 0.8)\n"
+            "  --top-k K             keep the K most likely, [0, 1000000]; 0 = off (default 40)\n"
+            "  --top-p P             nucleus mass, [0, 1]; 1 = off (default 0.95)\n"
+            "  --min-p P             keep p >= P * p_max, [0, 1]; 0 = off (default 0.05)\n"
+            "  --repeat-penalty R    penalty on recent tokens, [1, 10]; 1 = off (default 1)\n"
+            "  --repeat-window N     how many recent tokens, [0, 1048576] (default 64)\n"
+            "  --seed S              RNG seed, [0, 2^64-1] (default: from the clock)\n"
+            "  -t THREADS            worker threads, [1, 1024] (default 1)\n"
+            "  --isa ISA             scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best)\n"
+            "  --ctx N               context length, [1, the model's] (default: the model's)\n"
+            "  --ignore-eos          keep going past <|endoftext|>\n"
+            "  --truncate            keep the end of a prompt longer than the context\n"
+            "  --no-echo             do not print the prompt before the continuation\n");
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Streams bytes to stdout, holding back an incomplete UTF-8 character. */
+typedef struct stream {
+    char buf[64];
+    size_t n;
+} stream;
+
+static void stream_put(stream *s, const char *p, size_t len) {
+    while (len > 0) {
+        size_t take = sizeof s->buf - s->n < len ? sizeof s->buf - s->n : len;
+        memcpy(s->buf + s->n, p, take);
+        s->n += take, p += take, len -= take;
+        size_t ok = tg_utf8_complete(s->buf, s->n);
+        if (ok == 0 && s->n == sizeof s->buf) ok = s->n; /* never stall */
+        fwrite(s->buf, 1, ok, stdout);
+        memmove(s->buf, s->buf + ok, s->n - ok);
+        s->n -= ok;
+    }
+    fflush(stdout);
+}
+
+static int parse_seed(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-') return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || errno) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int cmd_generate(int argc, char **argv) {
+    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL;
+    long n_gen = 256, top_k = 40, threads = 1, ctx = 0, window = 64;
+    double temp = 0.8, top_p = 0.95, min_p = 0.05, penalty = 1.0;
+    uint64_t seed = 0;
+    int have_seed = 0, ignore_eos = 0, truncate = 0, echo = 1;
+    run_opts ro = {0};
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+#define VALUE() \
+    if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return EXIT_OK;
+        } else if (!strcmp(a, "-m")) {
+            VALUE();
+            model_path = v;
+        } else if (!strcmp(a, "-p")) {
+            VALUE();
+            prompt = v;
+        } else if (!strcmp(a, "-f")) {
+            VALUE();
+            prompt_file = v;
+        } else if (!strcmp(a, "-n")) {
+            VALUE();
+            if (cli_int(CMD, a, v, 0, 1000000, &n_gen)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--temp")) {
+            VALUE();
+            if (cli_float(CMD, a, v, 0, 100, &temp)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--top-k")) {
+            VALUE();
+            if (cli_int(CMD, a, v, 0, 1000000, &top_k)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--top-p")) {
+            VALUE();
+            if (cli_float(CMD, a, v, 0, 1, &top_p)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--min-p")) {
+            VALUE();
+            if (cli_float(CMD, a, v, 0, 1, &min_p)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            VALUE();
+            if (cli_float(CMD, a, v, 1, 10, &penalty)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--repeat-window")) {
+            VALUE();
+            if (cli_int(CMD, a, v, 0, 1 << 20, &window)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--seed")) {
+            VALUE();
+            if (parse_seed(v, &seed))
+                return cli_usage(CMD, "--seed: '%s' is not an integer in [0, 18446744073709551615]", v);
+            have_seed = 1;
+        } else if (!strcmp(a, "-t")) {
+            VALUE();
+            if (cli_int(CMD, a, v, 1, 1024, &threads)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--isa")) {
+            VALUE();
+            ro.isa = v;
+        } else if (!strcmp(a, "--ctx")) {
+            VALUE();
+            if (cli_int(CMD, a, v, 1, 1 << 24, &ctx)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--ignore-eos")) {
+            ignore_eos = 1;
+        } else if (!strcmp(a, "--truncate")) {
+            truncate = 1;
+        } else if (!strcmp(a, "--no-echo")) {
+            echo = 0;
+        } else {
+            help(stderr);
+            return cli_usage(CMD, "unknown option '%s'", a);
+        }
+#undef VALUE
+    }
+    if (prompt && prompt_file) return cli_usage(CMD, "give the prompt with -p or -f, not both");
+    if (!have_seed) seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    ro.n_threads = (int)threads;
+    ro.n_ctx = (int)ctx;
+
+    /* The prompt text. */
+    tg_err err = {{0}};
+    char *file_text = NULL;
+    size_t prompt_len = 0;
+    if (prompt_file) {
+        if (!(file_text = cli_read_file(prompt_file, &prompt_len, &err)))
+            return cli_error(CMD, "%s", err.msg);
+        prompt = file_text;
+    } else if (prompt) {
+        prompt_len = strlen(prompt);
+    } else {
+        prompt = "";
+    }
+
+    run_ctx rc;
+    int code = run_open(&rc, CMD, model_path, &ro);
+    if (code) {
+        free(file_text);
+        return code;
+    }
+    int C = tg_gpt_n_ctx(rc.gpt), V = tg_gpt_config(rc.gpt)->n_vocab;
+    int eos = rc.eos;
+
+    /* Tokens: the prompt (special tokens spelled out are parsed), or
+     * <|endoftext|> alone for an empty prompt. */
+    int *ids = NULL;
+    size_t n_ids = 0;
+    if (tg_tokenizer_encode(rc.tok, prompt, prompt_len, 1, &ids, &n_ids, &err)) {
+        code = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    int start_eos = 0;
+    if (n_ids == 0) {
+        if (eos < 0) {
+            code = cli_error(CMD, "empty prompt, and %s has no <|endoftext|> token to start from",
+                             rc.model_path);
+            goto done;
+        }
+        free(ids);
+        if (!(ids = malloc(sizeof *ids))) {
+            code = cli_error(CMD, "out of memory");
+            goto done;
+        }
+        ids[0] = eos;
+        n_ids = 1;
+        start_eos = 1;
+    }
+    size_t skip = 0;
+    if (n_ids > (size_t)C) {
+        if (!truncate) {
+            code = cli_error(CMD,
+                             "the prompt is %zu tokens, longer than the context of %d tokens "
+                             "(shorten it, or pass --truncate to keep its last tokens)",
+                             n_ids, C);
+            goto done;
+        }
+        /* Keep the end, leaving room to generate (up to half the context). */
+        long room = n_gen < C / 2 ? n_gen : C / 2;
+        size_t keep = (size_t)(C - room);
+        if (keep < 1) keep = 1;
+        skip = n_ids - keep;
+        fprintf(stderr, "tinygpt generate: prompt truncated from %zu to its last %zu tokens\n",
+                n_ids, keep);
+    }
+    int n_prompt = (int)(n_ids - skip);
+    const int *prompt_ids = ids + skip;
+
+    tg_sampler_params sp = {(float)temp, (int)top_k, (float)top_p, (float)min_p,
+                            (float)penalty, (int)window, seed};
+    tg_sampler *smp = NULL;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    if (!logits || tg_sampler_create(&smp, &sp, V, &err)) {
+        code = cli_error(CMD, "%s", logits ? err.msg : "out of memory");
+        free(logits);
+        goto done;
+    }
+    for (int i = 0; i < n_prompt; i++) tg_sampler_accept(smp, prompt_ids[i]);
+
+    stream out = {{0}, 0};
+    if (echo && !start_eos) {
+        if (skip == 0) {
+            stream_put(&out, prompt, prompt_len);
+        } else {
+            char *text;
+            size_t tl;
+            if (tg_tokenizer_decode(rc.tok, prompt_ids, (size_t)n_prompt, &text, &tl, &err) == TG_OK) {
+                stream_put(&out, text, tl);
+                free(text);
+            }
+        }
+    }
+
+    struct sigaction sa = {0}, old_sa;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old_sa);
+
+    double t0 = run_now();
+    tg_status st = tg_gpt_forward(rc.gpt, prompt_ids, n_prompt, 0, logits, 0, &err);
+    double t_prefill = run_now() - t0;
+    int pos = n_prompt, n_out = 0;
+    const char *stop = "length";
+    double t1 = run_now();
+    while (st == TG_OK && n_out < n_gen) {
+        if (interrupted) {
+            stop = "interrupted";
+            break;
+        }
+        int tok = tg_sampler_sample(smp, logits);
+        if (tok == eos && !ignore_eos) {
+            stop = "end of text";
+            break;
+        }
+        tg_sampler_accept(smp, tok);
+        size_t plen;
+        const char *piece = tg_tokenizer_piece(rc.tok, tok, &plen);
+        if (piece) stream_put(&out, piece, plen);
+        n_out++;
+        if (n_out == n_gen) break;
+        if (pos >= C) {
+            stop = "context full";
+            fprintf(stderr, "\ntinygpt generate: the context is full (%d tokens); stopping\n", C);
+            break;
+        }
+        st = tg_gpt_forward(rc.gpt, &tok, 1, pos++, logits, 0, &err);
+    }
+    double t_decode = run_now() - t1;
+    sigaction(SIGINT, &old_sa, NULL);
+    if (out.n) fwrite(out.buf, 1, out.n, stdout); /* an unfinishable character: its bytes */
+    fputc('\n', stdout);
+    fflush(stdout);
+
+    if (st != TG_OK) {
+        code = cli_error(CMD, "%s", err.msg);
+    } else if (ferror(stdout)) {
+        code = cli_error(CMD, "writing the output failed");
+    } else {
+        fprintf(stderr,
+                "prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | stop: %s | "
+                "seed %llu | %d thread%s, %s\n",
+                n_prompt, t_prefill > 0 ? n_prompt / t_prefill : 0.0, n_out,
+                t_decode > 0 ? n_out / t_decode : 0.0, stop, (unsigned long long)seed,
+                (int)threads, threads == 1 ? "" : "s", tg_isa_name(tg_gpt_engine(rc.gpt)->isa));
+        code = interrupted ? EXIT_RUNTIME : EXIT_OK;
+    }
+    tg_sampler_free(smp);
+    free(logits);
+done:
+    free(ids);
+    free(file_text);
+    run_close(&rc);
+    return code;
+}

@@ -1,0 +1,67 @@
+/* run.c — load a model for a command (see run.h). */
+#include "tools/run.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "tools/cli.h"
+
+double run_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opts *o) {
+    memset(rc, 0, sizeof *rc);
+    rc->eos = -1;
+    tg_isa isa;
+    if (o->isa && tg_isa_parse(o->isa, &isa) != TG_OK)
+        return cli_usage(cmd, "--isa: '%s' is not one of scalar, avx2, avx512, neon", o->isa);
+    if (!model_path && !(model_path = cli_default_model()))
+        return cli_error(cmd,
+                         "no model given and the default model weights/shakespeare-4h.gguf "
+                         "is not there yet (it is trained by `tinygpt train`); pass -m MODEL: "
+                         "a GGUF file or a Hugging Face GPT-2 folder (config.json, "
+                         "model.safetensors, vocab.json, merges.txt), or set $TINYGPT_MODEL");
+    rc->model_path = model_path;
+    tg_err err = {{0}};
+    if (tg_gpt2_load(&rc->model, model_path, 0, &err)) {
+        memset(&rc->model, 0, sizeof rc->model);
+        return cli_error(cmd, "%s", err.msg);
+    }
+    int C = rc->model.cfg.n_ctx;
+    if (o->n_ctx > C) {
+        run_close(rc);
+        return cli_usage(cmd, "--ctx: %d is outside [1, %d] (the context of %s)", o->n_ctx, C,
+                         model_path);
+    }
+    if (tg_tokenizer_create(&rc->tok, &rc->model.vocab, &err)) {
+        run_close(rc);
+        return cli_error(cmd, "%s: %s", model_path, err.msg);
+    }
+    /* A model may pad its vocabulary past the tokenizer's (ids without a
+     * piece print nothing), but every id the tokenizer makes must exist. */
+    int nt = tg_tokenizer_n_vocab(rc->tok), V = rc->model.cfg.n_vocab;
+    if (nt > V) {
+        run_close(rc);
+        return cli_error(cmd, "%s: the tokenizer has %d tokens but the model only %d",
+                         model_path, nt, V);
+    }
+    rc->eos = tg_tokenizer_eos(rc->tok);
+    if (rc->eos < 0) rc->eos = tg_tokenizer_token_id(rc->tok, "<|endoftext|>");
+    tg_gpt_opts go = {o->n_threads, o->isa, o->n_ctx};
+    if (tg_gpt_create(&rc->gpt, &rc->model, &go, &err)) {
+        run_close(rc);
+        return cli_error(cmd, "%s: %s", model_path, err.msg);
+    }
+    return EXIT_OK;
+}
+
+void run_close(run_ctx *rc) {
+    tg_gpt_free(rc->gpt);
+    tg_tokenizer_free(rc->tok);
+    tg_gpt2_free(&rc->model);
+    memset(rc, 0, sizeof *rc);
+    rc->eos = -1;
+}

@@ -1,0 +1,32 @@
+/* run.h — what the commands that run a model share: find and load it, build
+ * its tokenizer and forward pass, and say clearly what went wrong. */
+#ifndef TINYGPT_TOOLS_RUN_H
+#define TINYGPT_TOOLS_RUN_H
+
+#include "model/gpt.h"
+#include "model/tokenizer.h"
+#include "weights/gpt2.h"
+
+typedef struct run_opts {
+    int n_threads;    /* >= 1 */
+    const char *isa;  /* NULL: $TINYGPT_ISA or the best */
+    int n_ctx;        /* 0: the model's context */
+} run_opts;
+
+typedef struct run_ctx {
+    tg_gpt2_model model;
+    tg_tokenizer *tok;
+    tg_gpt *gpt;
+    const char *model_path;
+    int eos;          /* <|endoftext|>, or -1 */
+} run_ctx;
+
+/* Loads model_path (NULL: the default model) and prepares everything.
+ * Returns EXIT_OK, or the exit code after printing a one-line error. */
+int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opts *o);
+void run_close(run_ctx *rc);
+
+/* Monotonic time in seconds. */
+double run_now(void);
+
+#endif
