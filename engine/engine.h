@@ -96,7 +96,36 @@ typedef struct tg_kernels {
     void (*attn_prefill)(float *o, const float *q, const float *k, const float *v,
                          int T, int pos0, int hs, int ldq, int ldk, int ldo,
                          float scale);
+
+    /* ---- Training kernels (model/train.c) ---------------------------------
+     * C[M,N] = A[M,K] · B[K,N] (+ the old C when acc), rows m0..m1-1 only.
+     * A's element (m,k) is a[m*rsa + k*csa] and B's (k,n) is b[k*rsb + n*csb],
+     * so either operand may be read transposed; C rows are ldc apart. Every C
+     * element is one running sum over k in ascending order whatever m0/m1,
+     * so results do not depend on how rows are split over threads. ws is
+     * scratch of TG_GEMM_WS floats. Training's matmuls are all this kernel:
+     * Y = X·Wᵀ, dX = dY·W, dW += dYᵀ·X, and attention's Q·Kᵀ, P·V, ... */
+    void (*gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
+                 const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K,
+                 int m0, int m1, int acc, float *ws);
+
+    /* Layernorm backward for x[T,N] (mean and rstd recomputed as in the
+     * forward, two-pass), with x̂ = (x - mean)·rstd and u = g⊙dy:
+     *   dx[t] += rstd · (u - mean(u) - x̂ · mean(u⊙x̂))
+     *   dg[N] += Σ_t dy⊙x̂,   db[N] += Σ_t dy */
+    void (*layernorm_bwd)(float *dx, float *dg, float *db, const float *dy,
+                          const float *x, const float *g, int T, int n, float eps);
+
+    /* dx[N] = dy[N] · GELU'(x[N])  (the tanh form's exact derivative) */
+    void (*gelu_bwd)(float *dx, const float *x, const float *dy, int n);
+
+    /* Softmax backward of one row: p = softmax(s), dy = dL/dp:
+     *   dx[N] = scale · p ⊙ (dy - Σ p⊙dy)   (dx may alias dy) */
+    void (*softmax_bwd)(float *dx, const float *p, const float *dy, int n, float scale);
 } tg_kernels;
+
+/* Scratch floats the gemm kernel needs (packed panels of A and B). */
+#define TG_GEMM_WS (96 * 256 + 256 * 256 + 64)
 
 /* An engine instance: the chosen ISA and its filled kernel table. */
 typedef struct tg_engine {
@@ -110,6 +139,7 @@ tg_status tg_engine_init(tg_engine *e, tg_isa isa, tg_err *err);
 /* Per-ISA upgrade steps (each defined in the files built with that ISA's
  * flags; the arch init calls them in order). */
 void tg_kernels_init_ref(tg_kernels *k);
+void tg_kernels_init_train_ref(tg_kernels *k); /* called by tg_kernels_init_ref */
 void tg_kernels_init_arch(tg_kernels *k, tg_isa isa);
 
 /* ---- Threads -------------------------------------------------------------- */

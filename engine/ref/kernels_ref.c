@@ -143,4 +143,5 @@ void tg_kernels_init_ref(tg_kernels *k) {
     k->attn_mix = attn_mix_ref;
     k->attn_decode = attn_decode_ref;
     k->attn_prefill = attn_prefill_ref;
+    tg_kernels_init_train_ref(k);
 }
