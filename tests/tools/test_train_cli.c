@@ -1,0 +1,190 @@
+/* test_train_cli.c — `tinygpt train` end to end (suite 'train'): resume is
+ * bit-identical to an uninterrupted run (at another thread count), a signal
+ * leaves a resumable checkpoint, and bad input fails cleanly before any
+ * training. Runs the built binary on a small generated text. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[64];
+
+/* A deterministic pseudo-text of ~40 KB (words from a small list). */
+static void setup(void) {
+    strcpy(dir, "/tmp/tg_train_cliXXXXXX");
+    cr_assert(mkdtemp(dir));
+    char p[128];
+    snprintf(p, sizeof p, "%s/text.txt", dir);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    static const char *w[] = {"the", "king", "shall", "not", "speak", "of", "love", "and",
+                              "death", "my", "lord", "ROMEO:", "thou", "art", "\n", "sweet"};
+    uint64_t s = 12345;
+    for (int i = 0; i < 8000; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        fprintf(f, "%s%s", w[(s >> 33) % 16], (s >> 40) % 7 ? " " : ",\n");
+    }
+    fclose(f);
+}
+
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+#define SMALL "--layers 2 --heads 2 --embd 32 --ctx 32 --vocab 280 --batch 4 --steps 24 --eval-every 6"
+
+/* Runs `tinygpt ARGS` in dir, stderr to dir/err.txt; returns the exit code. */
+static int run(const char *args) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd %s && %s train %s 2> err.txt", dir, TINYGPT_EXE, args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *name, size_t *len) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    char *buf = malloc(1 << 22);
+    size_t n = fread(buf, 1, (1 << 22) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+static int exists(const char *name) {
+    char p[128];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0;
+}
+
+/* the CSV's step and loss columns (tokens/s differ from run to run) */
+static char *loss_columns(const char *name) {
+    char *csv = slurp(name, NULL);
+    cr_assert(csv, "%s missing", name);
+    char *out = calloc(1, strlen(csv) + 1), *o = out;
+    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+        int commas = 0;
+        for (char *c = line; *c && commas < 4; c++) {
+            if (*c == ',') commas++;
+            if (commas < 4) *o++ = *c;
+        }
+        *o++ = '\n';
+    }
+    free(csv);
+    return out;
+}
+
+TestSuite(train_cli, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(train_cli, resume_is_bit_identical) {
+    cr_assert_eq(run("-f text.txt -o full.gguf -t 1 " SMALL), 0);
+    cr_assert_eq(run("-f text.txt -o part.gguf -t 2 --stop-at 9 " SMALL), 1);
+    char *err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "stopped at step 9") != NULL, "%s", err);
+    free(err);
+    char *half = loss_columns("part.csv");
+    cr_expect_eq(strlen(half) > 0, 1);
+    cr_assert_eq(run("-f text.txt -o part.gguf -t 3 --resume part.ckpt"), 0);
+    char *a = loss_columns("full.csv"), *b = loss_columns("part.csv");
+    cr_expect(strncmp(a, half, strlen(half)) == 0, "the first 9 steps differ");
+    cr_expect_str_eq(a, b, "the loss curves differ:\n%s\nvs\n%s", a, b);
+    size_t na = 0, nb = 1;
+    char *ga = slurp("full.gguf", &na), *gb = slurp("part.gguf", &nb);
+    cr_expect(na == nb && memcmp(ga, gb, na) == 0, "the final GGUFs differ");
+    cr_expect(exists("full.svg"));
+    free(a), free(b), free(half), free(ga), free(gb);
+}
+
+Test(train_cli, resume_rejects_other_text_and_flags) {
+    cr_assert_eq(run("-f text.txt -o m.gguf --stop-at 2 " SMALL), 1);
+    char p[128];
+    snprintf(p, sizeof p, "%s/other.txt", dir);
+    FILE *f = fopen(p, "w");
+    fputs("a different text", f);
+    fclose(f);
+    cr_expect_eq(run("-f other.txt -o m.gguf --resume m.ckpt"), 1);
+    char *err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "is not the text") != NULL, "%s", err);
+    free(err);
+    cr_expect_eq(run("-f text.txt -o m.gguf --resume m.ckpt --layers 3"), 2);
+    cr_expect_eq(run("-f text.txt -o m.gguf --resume text.txt"), 1);
+}
+
+Test(train_cli, signal_leaves_a_resumable_checkpoint) {
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (chdir(dir) != 0) _exit(99);
+        freopen("err.txt", "w", stderr);
+        execl(TINYGPT_EXE, "tinygpt", "train", "-f", "text.txt", "-o", "sig.gguf", "--layers", "2",
+              "--heads", "2", "--embd", "32", "--ctx", "32", "--vocab", "280", "--steps",
+              "1000000", "--eval-every", "1000000", (char *)NULL);
+        _exit(98);
+    }
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st), "killed by the signal instead of stopping");
+    cr_expect_eq(WEXITSTATUS(st), 1);
+    char *err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "interrupted at step") != NULL, "%s", err);
+    free(err);
+    cr_expect(exists("sig.ckpt") && exists("sig.gguf") && exists("sig.csv"));
+    cr_expect_eq(run("-f text.txt -o sig.gguf --resume sig.ckpt --stop-at 1"), 1);
+}
+
+static void expect_fail_n(const char *args, int code, const char *msg, int one_line) {
+    cr_expect_eq(run(args), code, "%s", args);
+    char *err = slurp("err.txt", NULL);
+    cr_expect(err && strstr(err, msg) != NULL, "'%s': expected '%s' in: %s", args, msg, err);
+    if (one_line) cr_expect(err && strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s", err);
+    free(err);
+}
+#define expect_fail(args, code, msg) expect_fail_n(args, code, msg, 1)
+
+Test(train_cli, bad_input) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/tiny.txt", dir);
+    FILE *f = fopen(p, "w");
+    fputs("To be, or not to be: that is the question.", f);
+    fclose(f);
+    expect_fail("-f tiny.txt -o t.gguf " SMALL, 1, "too short");
+    expect_fail("-f missing.txt -o t.gguf " SMALL, 1, "missing.txt");
+    expect_fail("-f text.txt -o /nonexistent/dir/t.gguf " SMALL, 1, "cannot write");
+    expect_fail("-f text.txt -o t.gguf --embd 30 --heads 4", 2, "not divisible");
+    expect_fail("-f text.txt -o t.gguf --vocab 300 --tokenizer-from x.gguf", 2, "exclude");
+    expect_fail("-f text.txt -o t.gguf --steps 0", 2, "--steps");
+    expect_fail("-f text.txt -o t.gguf --val-frac 0.9", 2, "--val-frac");
+    expect_fail("-o t.gguf", 2, "-f TEXT");
+    cr_expect(!exists("t.gguf") && !exists("t.ckpt"), "a failed run left outputs");
+}
+
+Test(train_cli, nan_loss_keeps_the_last_good_checkpoint) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "-f text.txt -o n.gguf --save-every 5 " SMALL);
+    setenv("TINYGPT_TRAIN_INJECT_NAN", "7", 1);
+    expect_fail_n(cmd, 1, "NaN at step 8", 0);
+    unsetenv("TINYGPT_TRAIN_INJECT_NAN");
+    char *err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "(step 5)") != NULL, "%s", err);
+    free(err);
+    /* the checkpoint is the step-5 one and resumes */
+    cr_expect_eq(run("-f text.txt -o n.gguf --resume n.ckpt --stop-at 6"), 1);
+    err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "resuming n.ckpt at step 5") != NULL, "%s", err);
+    free(err);
+}

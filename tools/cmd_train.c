@@ -1,0 +1,707 @@
+/* cmd_train.c — `tinygpt train`: train a GPT-2 on a text file.
+ *
+ * The text is split on bytes (the last --val-frac held out), a byte-level
+ * BPE is learned from the training part (or taken from a model), both parts
+ * are tokenized, and model/train.c runs AdamW over random windows of the
+ * training tokens. Outputs, each written to a temporary file then renamed:
+ *   OUT            a plain gpt2 GGUF (weights + tokenizer)
+ *   OUT.ckpt       the training state: parameters in f32, AdamW moments,
+ *                  step, RNG, options, loss history (for --resume)
+ *   OUT.csv        step, train_loss, val_loss, lr, tokens_per_s, grad_norm
+ *   OUT.svg        the loss curve (at the end)
+ * (OUT's ".gguf" suffix, if any, is replaced by the side files' suffix.)
+ * Checkpoints are written every --save-every steps, at the end, and on
+ * SIGINT/SIGTERM. Resuming continues bit-identically: the batches come from
+ * the saved RNG and every kernel's result is independent of the thread
+ * count.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/bpe_train.h"
+#include "model/tokenizer.h"
+#include "model/train.h"
+#include "tools/cli.h"
+
+static const char *const CMD = "train";
+
+/* Everything that determines the run (stored in the checkpoint). */
+typedef struct train_opts {
+    int32_t layers, heads, embd, ctx, vocab, batch;
+    int64_t steps, warmup, eval_every, save_every;
+    uint64_t seed;
+    float lr, lr_min, weight_decay, grad_clip, val_frac;
+    int32_t f16;
+} train_opts;
+
+/* One row of the loss history (val_loss NAN when not evaluated). */
+typedef struct hist_row {
+    int64_t step;
+    float train_loss, val_loss, val_npb, lr, tok_s, grad_norm;
+} hist_row;
+
+/* The checkpoint file's fixed header. */
+typedef struct ckpt_header {
+    char magic[8];        /* "TGTRAIN1" */
+    uint32_t version, header_size;
+    train_opts o;
+    uint64_t text_len, text_hash;
+    int64_t step;         /* the next step to run */
+    int64_t adam_t;
+    uint64_t rng;         /* batch sampler state */
+    uint64_t n_params, n_hist;
+} ckpt_header;
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) { g_stop = sig; }
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt train -f TEXT -o OUT.gguf [options]\n"
+            "  -f TEXT              training text (the last --val-frac of its bytes is held out)\n"
+            "  -o OUT.gguf          the trained model; OUT.ckpt, OUT.csv, OUT.svg beside it\n"
+            "  --layers L           transformer blocks (default 4)\n"
+            "  --heads H            attention heads; must divide --embd (default 4)\n"
+            "  --embd E             width (default 128)\n"
+            "  --ctx C              context length in tokens (default 256)\n"
+            "  --vocab N            learn a byte-level BPE of N tokens from the text (default 1024)\n"
+            "  --tokenizer-from M   use the tokenizer of model M instead\n"
+            "  --batch B            sequences per step (default 8)\n"
+            "  --steps S            optimizer steps (default 1000)\n"
+            "  --lr LR              peak learning rate (default 1e-3)\n"
+            "  --lr-min LR          final learning rate of the cosine decay (default LR/10)\n"
+            "  --warmup W           linear warmup steps (default min(100, S/10))\n"
+            "  --weight-decay WD    AdamW weight decay on matrices and embeddings (default 0.1)\n"
+            "  --grad-clip G        clip the global gradient norm to G, 0 = off (default 1.0)\n"
+            "  --seed S             initialisation and batch order (default 1)\n"
+            "  --val-frac F         held-out fraction of the bytes, [0, 0.5] (default 0.1)\n"
+            "  --eval-every K       validation loss every K steps (default 100)\n"
+            "  --save-every K       checkpoint every K steps (default: --eval-every)\n"
+            "  --f16                store the GGUF's matrices in f16\n"
+            "  --resume CKPT        continue from OUT.ckpt (its options; give the same -f)\n"
+            "  --stop-at N          stop after step N as if interrupted (for tests)\n"
+            "  -t THREADS           worker threads (default 1; results do not depend on it)\n");
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t fnv1a(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* OUT with its ".gguf" suffix (if any) replaced by suffix */
+static char *side_path(const char *out, const char *suffix) {
+    size_t n = strlen(out);
+    if (n > 5 && !strcmp(out + n - 5, ".gguf")) n -= 5;
+    char *p = malloc(n + strlen(suffix) + 1);
+    if (!p) return NULL;
+    memcpy(p, out, n);
+    strcpy(p + n, suffix);
+    return p;
+}
+
+/* ---- the run's state ------------------------------------------------------- */
+
+typedef struct run {
+    train_opts o;
+    const char *out;
+    char *ckpt_path, *csv_path, *svg_path;
+    tg_trainer *tr;
+    const tg_vocab *vocab;
+    tg_tokenizer *tok;
+    int *train_ids, *val_ids;
+    size_t n_train, n_val;
+    size_t *val_bytes;   /* [n_val]: bytes of each val token */
+    uint64_t text_len, text_hash;
+    tg_rng rng;
+    int64_t step;
+    hist_row *hist;
+    size_t n_hist, cap_hist;
+    int64_t last_ckpt;   /* step of the last checkpoint written, -1 none */
+    int *bx, *by;        /* batch [B, C] */
+    float *nll;          /* [B, C] */
+} run;
+
+static int hist_push(run *r, hist_row row) {
+    if (r->n_hist == r->cap_hist) {
+        size_t cap = r->cap_hist ? 2 * r->cap_hist : 256;
+        hist_row *h = realloc(r->hist, cap * sizeof *h);
+        if (!h) return -1;
+        r->hist = h, r->cap_hist = cap;
+    }
+    r->hist[r->n_hist++] = row;
+    return 0;
+}
+
+/* Validation as `tinygpt eval` scores a text: consecutive windows of C
+ * tokens, positions 1..n-1 of each scored. Returns mean nats/token and
+ * fills nats/byte. */
+static tg_status validate(run *r, double *npt, double *npb, tg_err *err) {
+    int C = r->o.ctx, B = r->o.batch;
+    double nats = 0.0;
+    size_t scored = 0, bytes = 0;
+    size_t w0 = 0;
+    while (w0 + 1 < r->n_val) {
+        int nb = 0, T = 0;
+        size_t starts[256];
+        /* full windows in a batch; a final short window alone */
+        while (nb < B && w0 + 1 < r->n_val) {
+            size_t len = r->n_val - w0 < (size_t)C ? r->n_val - w0 : (size_t)C;
+            if (nb > 0 && (int)len - 1 != T) break;
+            T = (int)len - 1;
+            starts[nb] = w0;
+            memcpy(r->bx + (size_t)nb * T, r->val_ids + w0, sizeof(int) * T);
+            memcpy(r->by + (size_t)nb * T, r->val_ids + w0 + 1, sizeof(int) * T);
+            nb++;
+            w0 += len;
+        }
+        float loss;
+        tg_status st = tg_trainer_forward(r->tr, r->bx, r->by, nb, T, &loss, r->nll, err);
+        if (st != TG_OK) return st;
+        for (int b = 0; b < nb; b++)
+            for (int t = 0; t < T; t++) {
+                nats += r->nll[(size_t)b * T + t];
+                bytes += r->val_bytes[starts[b] + 1 + t];
+            }
+        scored += (size_t)nb * T;
+    }
+    *npt = scored ? nats / (double)scored : NAN;
+    *npb = bytes ? nats / (double)bytes : NAN;
+    return TG_OK;
+}
+
+/* ---- checkpoint ---------------------------------------------------------------- */
+
+static int write_all(FILE *f, const void *p, size_t size, size_t n) {
+    return n == 0 || fwrite(p, size, n, f) == n;
+}
+
+static tg_status save_checkpoint(run *r, tg_err *err) {
+    const tg_gpt2_config *cfg = tg_trainer_config(r->tr);
+    tg_gpt2_layer *layers = calloc((size_t)cfg->n_layer, sizeof *layers);
+    if (!layers) return tg_fail(err, TG_ERR_NOMEM, "train: out of memory");
+    tg_gpt2_weights w;
+    tg_trainer_weights(r->tr, &w, layers);
+    tg_status st = tg_gpt2_save(r->out, cfg, &w, r->vocab, r->o.f16 ? TG_DTYPE_F16 : TG_DTYPE_F32, err);
+    free(layers);
+    if (st != TG_OK) return st;
+
+    cli_outfile of;
+    if (cli_out_open(&of, r->ckpt_path, err) != 0) return TG_ERR_IO;
+    ckpt_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, "TGTRAIN1", 8);
+    h.version = 1;
+    h.header_size = sizeof h;
+    h.o = r->o;
+    h.text_len = r->text_len, h.text_hash = r->text_hash;
+    h.step = r->step;
+    h.adam_t = tg_trainer_adam_t(r->tr);
+    h.rng = r->rng.s;
+    h.n_params = tg_trainer_n_params(r->tr);
+    h.n_hist = r->n_hist;
+    size_t n = h.n_params;
+    int ok = write_all(of.f, &h, sizeof h, 1) &&
+             write_all(of.f, tg_trainer_params(r->tr), sizeof(float), n) &&
+             write_all(of.f, tg_trainer_adam_m(r->tr), sizeof(float), n) &&
+             write_all(of.f, tg_trainer_adam_v(r->tr), sizeof(float), n) &&
+             write_all(of.f, r->hist, sizeof(hist_row), r->n_hist);
+    if (!ok) {
+        cli_out_abort(&of);
+        return tg_fail(err, TG_ERR_IO, "%s: write failed: %s", r->ckpt_path, strerror(errno));
+    }
+    if (cli_out_commit(&of, err) != 0) return TG_ERR_IO;
+    r->last_ckpt = r->step;
+    return TG_OK;
+}
+
+/* Reads a checkpoint's header (and, with r->tr set, its state). The file is
+ * untrusted: sizes are checked against the header and the file length. */
+static tg_status load_checkpoint(const char *path, ckpt_header *h, run *r, tg_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(errno));
+    tg_status st = TG_OK;
+    if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, "TGTRAIN1", 8) || h->version != 1 ||
+        h->header_size != sizeof *h) {
+        st = tg_fail(err, TG_ERR_FORMAT, "%s: not a tinygpt training checkpoint", path);
+        goto done;
+    }
+    if (h->step < 0 || h->step > h->o.steps || h->n_hist > (uint64_t)h->o.steps + 1 ||
+        h->adam_t < 0 || h->adam_t > h->o.steps) {
+        st = tg_fail(err, TG_ERR_FORMAT, "%s: inconsistent step counts", path);
+        goto done;
+    }
+    if (!r->tr) goto done;
+    size_t n = tg_trainer_n_params(r->tr);
+    if (h->n_params != n) {
+        st = tg_fail(err, TG_ERR_FORMAT, "%s: %llu parameters, the model has %zu", path,
+                     (unsigned long long)h->n_params, n);
+        goto done;
+    }
+    r->hist = malloc((h->n_hist ? h->n_hist : 1) * sizeof(hist_row));
+    if (!r->hist) {
+        st = tg_fail(err, TG_ERR_NOMEM, "train: out of memory");
+        goto done;
+    }
+    r->cap_hist = h->n_hist ? h->n_hist : 1;
+    if (fread(tg_trainer_params(r->tr), sizeof(float), n, f) != n ||
+        fread(tg_trainer_adam_m(r->tr), sizeof(float), n, f) != n ||
+        fread(tg_trainer_adam_v(r->tr), sizeof(float), n, f) != n ||
+        fread(r->hist, sizeof(hist_row), h->n_hist, f) != h->n_hist || fgetc(f) != EOF) {
+        st = tg_fail(err, TG_ERR_FORMAT, "%s: truncated or oversized checkpoint", path);
+        goto done;
+    }
+    r->n_hist = h->n_hist;
+    r->step = h->step;
+    r->rng.s = h->rng;
+    tg_trainer_set_adam_t(r->tr, h->adam_t);
+done:
+    fclose(f);
+    return st;
+}
+
+/* ---- CSV and SVG ------------------------------------------------------------ */
+
+static tg_status write_csv(const run *r, tg_err *err) {
+    cli_outfile of;
+    if (cli_out_open(&of, r->csv_path, err) != 0) return TG_ERR_IO;
+    fprintf(of.f, "step,train_loss,val_loss,val_nats_per_byte,lr,tokens_per_s,grad_norm\n");
+    for (size_t i = 0; i < r->n_hist; i++) {
+        const hist_row *h = &r->hist[i];
+        fprintf(of.f, "%lld,%.9g,", (long long)h->step, h->train_loss);
+        if (!isnan(h->val_loss)) fprintf(of.f, "%.9g,%.9g", h->val_loss, h->val_npb);
+        else fprintf(of.f, ",");
+        fprintf(of.f, ",%.6g,%.1f,%.6g\n", h->lr, h->tok_s, h->grad_norm);
+    }
+    return cli_out_commit(&of, err) == 0 ? TG_OK : TG_ERR_IO;
+}
+
+static tg_status write_svg(const run *r, tg_err *err) {
+    cli_outfile of;
+    if (cli_out_open(&of, r->svg_path, err) != 0) return TG_ERR_IO;
+    const double W = 720, H = 420, x0 = 60, y0 = 20, pw = 640, ph = 350;
+    double lo = INFINITY, hi = -INFINITY;
+    int64_t smax = 1;
+    for (size_t i = 0; i < r->n_hist; i++) {
+        const hist_row *h = &r->hist[i];
+        float v[2] = {h->train_loss, h->val_loss};
+        for (int k = 0; k < 2; k++)
+            if (isfinite(v[k])) lo = v[k] < lo ? v[k] : lo, hi = v[k] > hi ? v[k] : hi;
+        if (h->step > smax) smax = h->step;
+    }
+    if (!(lo < hi)) lo = 0, hi = 1;
+    FILE *f = of.f;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n",
+            x0, y0, pw, ph);
+    for (int k = 0; k <= 4; k++) {
+        double v = lo + (hi - lo) * k / 4, y = y0 + ph - ph * k / 4;
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", x0 - 4, y + 4, v);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%lld</text>\n",
+                x0 + pw * k / 4, y0 + ph + 16, (long long)(smax * k / 4));
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step</text>\n", x0 + pw / 2, H - 6);
+    const char *color[2] = {"#1f77b4", "#d62728"};
+    const char *label[2] = {"train loss (nats/token)", "validation loss"};
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"", color[k],
+                k ? "2" : "1");
+        for (size_t i = 0; i < r->n_hist; i++) {
+            const hist_row *h = &r->hist[i];
+            float v = k ? h->val_loss : h->train_loss;
+            if (!isfinite(v)) continue;
+            fprintf(f, "%.1f,%.1f ", x0 + pw * (double)h->step / smax, y0 + ph - ph * (v - lo) / (hi - lo));
+        }
+        fprintf(f, "\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", x0 + pw - 180,
+                y0 + 16 + 16 * k, color[k], label[k]);
+    }
+    fprintf(f, "</svg>\n");
+    return cli_out_commit(&of, err) == 0 ? TG_OK : TG_ERR_IO;
+}
+
+/* ---- progress ---------------------------------------------------------------- */
+
+static void progress(const run *r, int tty, float loss, float val, double tok_s, double eta) {
+    int64_t s = r->step, S = r->o.steps;
+    char vbuf[32] = "-";
+    if (isfinite(val)) snprintf(vbuf, sizeof vbuf, "%.4f", val);
+    if (tty) {
+        int width = 24, fill = (int)(width * s / (S ? S : 1));
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+        bar[width] = 0;
+        fprintf(stderr, "\r[%s] step %lld/%lld  loss %.4f  val %s  %.0f tok/s  ETA %dm%02ds ", bar,
+                (long long)s, (long long)S, loss, vbuf, tok_s, (int)(eta / 60), (int)eta % 60);
+    } else {
+        fprintf(stderr, "step %lld/%lld loss %.4f val %s tok/s %.0f eta_s %.0f\n", (long long)s,
+                (long long)S, loss, vbuf, tok_s, eta);
+    }
+    fflush(stderr);
+}
+
+/* ---- the command --------------------------------------------------------------- */
+
+static int set_flag(const char *a, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(a, names[i])) return 1;
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_opts o = {.layers = 4, .heads = 4, .embd = 128, .ctx = 256, .vocab = 1024, .batch = 8,
+                    .steps = 1000, .warmup = -1, .eval_every = 100, .save_every = -1, .seed = 1,
+                    .lr = 1e-3f, .lr_min = -1.0f, .weight_decay = 0.1f, .grad_clip = 1.0f,
+                    .val_frac = 0.1f, .f16 = 0};
+    const char *text_path = NULL, *out = NULL, *tok_from = NULL, *resume = NULL;
+    long threads = 1, stop_at = -1;
+    int n_model_flags = 0, vocab_set = 0;
+    static const char *const model_flags[] = {
+        "--layers", "--heads", "--embd", "--ctx", "--vocab", "--tokenizer-from", "--batch",
+        "--steps", "--lr", "--lr-min", "--warmup", "--weight-decay", "--grad-clip", "--seed",
+        "--val-frac", "--eval-every", "--save-every", "--f16"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        long n;
+        double d;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return EXIT_OK;
+        }
+        if (set_flag(a, model_flags, sizeof model_flags / sizeof *model_flags)) n_model_flags++;
+        if (!strcmp(a, "--vocab")) vocab_set = 1;
+        if (!strcmp(a, "--f16")) {
+            o.f16 = 1;
+            continue;
+        }
+        static const char *const with_value[] = {
+            "-f", "-o", "--layers", "--heads", "--embd", "--ctx", "--vocab", "--tokenizer-from",
+            "--batch", "--steps", "--lr", "--lr-min", "--warmup", "--weight-decay", "--grad-clip",
+            "--seed", "--val-frac", "--eval-every", "--save-every", "--resume", "--stop-at", "-t"};
+        if (!set_flag(a, with_value, sizeof with_value / sizeof *with_value)) {
+            help(stderr);
+            return cli_usage(CMD, "unknown option '%s'", a);
+        }
+        if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
+#define INT_FLAG(name, lo, hi, field)                                      \
+    if (!strcmp(a, name)) {                                                \
+        if (cli_int(CMD, name, v, lo, hi, &n) < 0) return EXIT_USAGE;      \
+        field = n;                                                         \
+        continue;                                                          \
+    }
+#define FLOAT_FLAG(name, lo, hi, field)                                    \
+    if (!strcmp(a, name)) {                                                \
+        if (cli_float(CMD, name, v, lo, hi, &d) < 0) return EXIT_USAGE;    \
+        field = (float)d;                                                  \
+        continue;                                                          \
+    }
+        if (!strcmp(a, "-f")) text_path = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--tokenizer-from")) tok_from = v;
+        else if (!strcmp(a, "--resume")) resume = v;
+        else {
+            INT_FLAG("--layers", 1, 64, o.layers)
+            INT_FLAG("--heads", 1, 256, o.heads)
+            INT_FLAG("--embd", 1, 4096, o.embd)
+            INT_FLAG("--ctx", 2, 8192, o.ctx)
+            INT_FLAG("--vocab", TG_BPE_MIN_VOCAB, 65536, o.vocab)
+            INT_FLAG("--batch", 1, 256, o.batch)
+            INT_FLAG("--steps", 1, 100000000, o.steps)
+            INT_FLAG("--warmup", 0, 100000000, o.warmup)
+            INT_FLAG("--eval-every", 1, 100000000, o.eval_every)
+            INT_FLAG("--save-every", 1, 100000000, o.save_every)
+            INT_FLAG("--seed", 0, 4294967295L, o.seed)
+            INT_FLAG("--stop-at", 1, 100000000, stop_at)
+            INT_FLAG("-t", 1, 1024, threads)
+            FLOAT_FLAG("--lr", 1e-9, 10.0, o.lr)
+            FLOAT_FLAG("--lr-min", 0.0, 10.0, o.lr_min)
+            FLOAT_FLAG("--weight-decay", 0.0, 10.0, o.weight_decay)
+            FLOAT_FLAG("--grad-clip", 0.0, 1e6, o.grad_clip)
+            FLOAT_FLAG("--val-frac", 0.0, 0.5, o.val_frac)
+        }
+    }
+    if (!text_path) return cli_usage(CMD, "-f TEXT is required");
+    if (!out) return cli_usage(CMD, "-o OUT.gguf is required");
+    if (resume && n_model_flags)
+        return cli_usage(CMD, "--resume takes the model and schedule from the checkpoint; "
+                              "give only -f, -o, -t and --stop-at");
+    if (tok_from && vocab_set) return cli_usage(CMD, "--vocab and --tokenizer-from exclude each other");
+
+    /* from here on a signal stops the run after the current step (with a
+     * checkpoint), even if it arrives while the text is being tokenized */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    tg_err err;
+    int rc = EXIT_RUNTIME;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.out = out;
+    r.last_ckpt = -1;
+    ckpt_header ck;
+    if (resume) {
+        if (load_checkpoint(resume, &ck, &r, &err) != TG_OK) return cli_error(CMD, "%s", err.msg);
+        o = ck.o;
+    }
+    if (o.embd % o.heads)
+        return cli_usage(CMD, "--embd %d is not divisible by --heads %d", o.embd, o.heads);
+    if (o.warmup < 0) o.warmup = o.steps / 10 < 100 ? o.steps / 10 : 100;
+    if (o.lr_min < 0) o.lr_min = o.lr / 10;
+    if (o.save_every < 0) o.save_every = o.eval_every;
+    r.o = o;
+
+    /* every output must be writable before any work is done */
+    r.ckpt_path = side_path(out, ".ckpt");
+    r.csv_path = side_path(out, ".csv");
+    r.svg_path = side_path(out, ".svg");
+    if (!r.ckpt_path || !r.csv_path || !r.svg_path) return cli_error(CMD, "out of memory");
+    const char *outs[] = {out, r.ckpt_path, r.csv_path, r.svg_path};
+    for (int k = 0; k < 4; k++) {
+        cli_outfile of;
+        if (cli_out_open(&of, outs[k], &err) != 0) {
+            rc = cli_error(CMD, "cannot write the output: %s", err.msg);
+            goto cleanup_paths;
+        }
+        cli_out_abort(&of);
+    }
+
+    /* the text, split on bytes */
+    size_t len;
+    char *text = cli_read_file(text_path, &len, &err);
+    if (!text) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto cleanup_paths;
+    }
+    r.text_len = len;
+    r.text_hash = fnv1a(text, len);
+    if (resume && (ck.text_len != r.text_len || ck.text_hash != r.text_hash)) {
+        rc = cli_error(CMD, "%s is not the text %s was trained on", text_path, resume);
+        goto cleanup_text;
+    }
+    size_t n_val_bytes = (size_t)((double)len * o.val_frac);
+    size_t n_train_bytes = len - n_val_bytes;
+
+    /* the tokenizer: learned, taken from a model, or (resuming) from OUT */
+    tg_vocab learned;
+    memset(&learned, 0, sizeof learned);
+    tg_gpt2_model src;
+    memset(&src, 0, sizeof src);
+    int have_src = 0;
+    double t_tok = now_s();
+    if (resume || tok_from) {
+        /* resuming: the tokenizer is in the GGUF written beside the checkpoint */
+        char *beside = resume ? side_path(resume, "") : NULL;
+        if (beside && strlen(beside) > 5 && !strcmp(beside + strlen(beside) - 5, ".ckpt"))
+            strcpy(beside + strlen(beside) - 5, ".gguf");
+        const char *from = resume ? beside : tok_from;
+        if (resume && !beside) {
+            rc = cli_error(CMD, "out of memory");
+            goto cleanup_text;
+        }
+        tg_status lst = tg_gpt2_load(&src, from, 1, &err);
+        free(beside);
+        if (lst != TG_OK) {
+            rc = cli_error(CMD, "tokenizer: %s", err.msg);
+            goto cleanup_text;
+        }
+        have_src = 1;
+        r.vocab = &src.vocab;
+    } else {
+        if (n_train_bytes == 0) {
+            rc = cli_error(CMD, "%s: no training text (%zu bytes)", text_path, len);
+            goto cleanup_text;
+        }
+        if (tg_bpe_train(text, n_train_bytes, o.vocab, &learned, &err) != TG_OK) {
+            rc = cli_error(CMD, "tokenizer: %s", err.msg);
+            goto cleanup_text;
+        }
+        r.vocab = &learned;
+    }
+    r.o.vocab = o.vocab = r.vocab->n_tokens;
+    if (tg_tokenizer_create(&r.tok, r.vocab, &err) != TG_OK) {
+        rc = cli_error(CMD, "tokenizer: %s", err.msg);
+        goto cleanup_vocab;
+    }
+    if (tg_tokenizer_encode(r.tok, text, n_train_bytes, 0, &r.train_ids, &r.n_train, &err) != TG_OK ||
+        tg_tokenizer_encode(r.tok, text + n_train_bytes, n_val_bytes, 0, &r.val_ids, &r.n_val, &err) != TG_OK) {
+        rc = cli_error(CMD, "tokenizer: %s", err.msg);
+        goto cleanup_tok;
+    }
+    if (r.n_train < (size_t)o.ctx + 1) {
+        rc = cli_error(CMD, "%s: the training text is too short: %zu tokens, one window of --ctx %d needs %d",
+                       text_path, r.n_train, o.ctx, o.ctx + 1);
+        goto cleanup_tok;
+    }
+    r.val_bytes = malloc(sizeof(size_t) * (r.n_val ? r.n_val : 1));
+    if (!r.val_bytes) {
+        rc = cli_error(CMD, "out of memory");
+        goto cleanup_tok;
+    }
+    for (size_t i = 0; i < r.n_val; i++) {
+        size_t pl = 0;
+        tg_tokenizer_piece(r.tok, r.val_ids[i], &pl);
+        r.val_bytes[i] = pl;
+    }
+    fprintf(stderr, "train: %zu + %zu held-out bytes -> %zu + %zu tokens (vocab %d, %.1fs)\n",
+            n_train_bytes, n_val_bytes, r.n_train, r.n_val, o.vocab, now_s() - t_tok);
+
+    /* the model */
+    tg_gpt2_config cfg = {.n_layer = o.layers, .n_head = o.heads, .n_embd = o.embd,
+                          .n_ctx = o.ctx, .n_vocab = o.vocab, .n_ff = 4 * o.embd, .ln_eps = 1e-5f};
+    int maxB = o.batch;
+    if (tg_trainer_create(&r.tr, &cfg, maxB, o.ctx, (int)threads, NULL, &err) != TG_OK) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto cleanup_tok;
+    }
+    r.bx = malloc(sizeof(int) * maxB * o.ctx);
+    r.by = malloc(sizeof(int) * maxB * o.ctx);
+    r.nll = malloc(sizeof(float) * maxB * o.ctx);
+    if (!r.bx || !r.by || !r.nll) {
+        rc = cli_error(CMD, "out of memory");
+        goto cleanup_all;
+    }
+    if (resume) {
+        if (load_checkpoint(resume, &ck, &r, &err) != TG_OK) {
+            rc = cli_error(CMD, "%s", err.msg);
+            goto cleanup_all;
+        }
+        r.last_ckpt = r.step;
+        fprintf(stderr, "train: resuming %s at step %lld\n", resume, (long long)r.step);
+    } else {
+        tg_trainer_init_params(r.tr, o.seed);
+        r.rng.s = o.seed ^ 0x5eed5eed5eed5eedull;
+        r.step = 0;
+    }
+    fprintf(stderr, "train: %zu parameters, L%d H%d E%d C%d V%d, batch %d x %d, %lld steps\n",
+            tg_trainer_n_params(r.tr), o.layers, o.heads, o.embd, o.ctx, o.vocab, o.batch, o.ctx,
+            (long long)o.steps);
+
+    const char *inject = getenv("TINYGPT_TRAIN_INJECT_NAN"); /* test hook: a NaN weight in step N+1 */
+    long inject_step = inject ? atol(inject) : -1;
+
+    int tty = isatty(2);
+    tg_adamw opt = {0.9f, 0.95f, 1e-8f, o.weight_decay};
+    double t_start = now_s(), tok_s = 0;
+    int64_t steps_run = 0;
+    float last_val = NAN;
+    for (size_t i = 0; i < r.n_hist; i++)
+        if (!isnan(r.hist[i].val_loss)) last_val = r.hist[i].val_loss;
+    int plain_every = o.steps / 50 > 1 ? (int)(o.steps / 50) : 1;
+    rc = EXIT_OK;
+    while (r.step < o.steps) {
+        double t0 = now_s();
+        int C = o.ctx, B = o.batch;
+        for (int b = 0; b < B; b++) {
+            size_t off = (size_t)(tg_rng_uniform(&r.rng) * (double)(r.n_train - C));
+            memcpy(r.bx + (size_t)b * C, r.train_ids + off, sizeof(int) * C);
+            memcpy(r.by + (size_t)b * C, r.train_ids + off + 1, sizeof(int) * C);
+        }
+        if (r.step == inject_step) tg_trainer_params(r.tr)[0] = NAN;
+        float loss;
+        if (tg_trainer_forward(r.tr, r.bx, r.by, B, C, &loss, NULL, &err) != TG_OK) {
+            rc = cli_error(CMD, "%s", err.msg);
+            break;
+        }
+        float lr = tg_train_lr(r.step, o.steps, o.warmup, o.lr, o.lr_min), gnorm = NAN;
+        if (isfinite(loss)) {
+            tg_trainer_zero_grad(r.tr);
+            tg_trainer_backward(r.tr);
+            gnorm = tg_trainer_step(r.tr, &opt, lr, o.grad_clip);
+        }
+        if (!isfinite(loss) || !isfinite(gnorm)) {
+            if (tty) fputc('\n', stderr);
+            if (r.last_ckpt >= 0)
+                rc = cli_error(CMD, "%s is %s at step %lld: stopping; the last good checkpoint (step %lld) is kept in %s and %s",
+                               isfinite(loss) ? "the gradient norm" : "the loss",
+                               isnan(isfinite(loss) ? gnorm : loss) ? "NaN" : "infinite",
+                               (long long)r.step + 1, (long long)r.last_ckpt, out, r.ckpt_path);
+            else
+                rc = cli_error(CMD, "%s is %s at step %lld: stopping; no checkpoint was written yet",
+                               isfinite(loss) ? "the gradient norm" : "the loss",
+                               isnan(isfinite(loss) ? gnorm : loss) ? "NaN" : "infinite",
+                               (long long)r.step + 1);
+            break;
+        }
+        r.step++;
+        steps_run++;
+        double dt = now_s() - t0;
+        tok_s = (double)B * C / dt;
+        hist_row row = {r.step, loss, NAN, NAN, lr, (float)tok_s, gnorm};
+        int last = r.step == o.steps;
+        if (r.n_val > 1 && (r.step % o.eval_every == 0 || last)) {
+            double npt, npb;
+            if (validate(&r, &npt, &npb, &err) != TG_OK) {
+                rc = cli_error(CMD, "%s", err.msg);
+                break;
+            }
+            row.val_loss = (float)npt, row.val_npb = (float)npb;
+            last_val = row.val_loss;
+        }
+        if (hist_push(&r, row) != 0) {
+            rc = cli_error(CMD, "out of memory");
+            break;
+        }
+        double elapsed = now_s() - t_start;
+        double eta = elapsed / steps_run * (double)(o.steps - r.step);
+        if (tty || r.step % plain_every == 0 || last || !isnan(row.val_loss))
+            progress(&r, tty, loss, last_val, (double)B * C * steps_run / elapsed, eta);
+        int stop = g_stop || (stop_at > 0 && r.step >= stop_at);
+        if (last || stop || r.step % o.save_every == 0) {
+            if (save_checkpoint(&r, &err) != TG_OK || write_csv(&r, &err) != TG_OK) {
+                if (tty) fputc('\n', stderr);
+                rc = cli_error(CMD, "checkpoint: %s", err.msg);
+                break;
+            }
+        }
+        if (stop && !last) {
+            if (tty) fputc('\n', stderr);
+            rc = cli_error(CMD, "%s at step %lld: checkpoint written to %s (continue with --resume %s)",
+                           g_stop ? "interrupted" : "stopped", (long long)r.step, r.ckpt_path,
+                           r.ckpt_path);
+            break;
+        }
+    }
+    if (tty) fputc('\n', stderr);
+    if (rc == EXIT_OK) {
+        if (write_svg(&r, &err) != TG_OK) {
+            rc = cli_error(CMD, "%s", err.msg);
+        } else {
+            double wall = now_s() - t_start;
+            fprintf(stderr, "train: wrote %s (%lld steps, %.1fs, %.0f tok/s); final val %.4f nats/token\n",
+                    out, (long long)steps_run, wall, (double)o.batch * o.ctx * steps_run / (wall > 0 ? wall : 1),
+                    last_val);
+        }
+    }
+
+cleanup_all:
+    free(r.bx), free(r.by), free(r.nll);
+    tg_trainer_free(r.tr);
+cleanup_tok:
+    free(r.train_ids), free(r.val_ids), free(r.val_bytes);
+    tg_tokenizer_free(r.tok);
+cleanup_vocab:
+    if (have_src) tg_gpt2_free(&src);
+    tg_vocab_free(&learned);
+cleanup_text:
+    free(text);
+cleanup_paths:
+    free(r.ckpt_path), free(r.csv_path), free(r.svg_path), free(r.hist);
+    return rc;
+}
