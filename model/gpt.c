@@ -292,7 +292,9 @@ static void block(tg_gpt *g, int l, int pos, int T) {
 tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *logits,
                          int all_logits, tg_err *err) {
     const tg_gpt2_config *c = &g->cfg;
-    if (T < 1) return tg_fail(err, TG_ERR_ARG, "gpt: forward of %d tokens", T);
+    if (T < 1 || !tokens || !logits)
+        return tg_fail(err, TG_ERR_ARG, "gpt: forward of %d tokens%s", T,
+                       tokens && logits ? "" : " without a token or logits buffer");
     if (pos < 0 || pos > g->n_ctx - T)
         return tg_fail(err, TG_ERR_RANGE,
                        "gpt: positions %d..%d do not fit the %d-position context", pos,

@@ -1,0 +1,296 @@
+/* bench_model.c — end-to-end forward-pass speed against ceilings measured in
+ * the same run (reported, never asserted):
+ *
+ *  gpt2-small  (L12 H12 E768 C1024 V50257, random f32, tied head)
+ *    decode    tok/s vs the DRAM roofline: a decode step must read every
+ *              weight and the KV cache once (model/opcount.h), so at best
+ *              tok/s = bandwidth / bytes per step; bandwidth is measured
+ *              here with the same thread count. Target >= 85%.
+ *    prefill   512 tokens vs OpenBLAS sgemm doing the same matmuls (QKV,
+ *              proj, up, down per layer, and the LM head row); target:
+ *              sgemm time / our time >= 0.8.
+ *  tiny        (L4 H4 E128 C256 V512) decode tok/s, 1 and 2 threads;
+ *              target >= 20,000 tok/s on 1, and 2 never slower than 1.
+ *
+ *   bench_model [--quick] [--only tiny|gpt2] [-t 1,2] [--isa ISA]
+ *
+ * Each figure is the best of a few repetitions (the machine is shared).
+ * The model is built in memory with random weights: speed does not depend
+ * on the values, and no file or `tinygpt init` run is needed. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/roofline.h"
+#include "model/gpt.h"
+#include "model/opcount.h"
+#include "model/sampler.h"
+
+#ifdef TG_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- a random GPT-2 in memory ----------------------------------------------- */
+
+typedef struct bench_model {
+    tg_gpt2_model m;
+    float *blob;
+} bench_model;
+
+static uint64_t rng_state = 0x1234567;
+static float frand(void) { /* xorshift64*: uniform in [-1, 1) */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (float)((rng_state * 0x2545F4914F6CDD1Dull) >> 40) * 0x1.0p-23f - 1.0f;
+}
+
+static int make_model(bench_model *b, int L, int H, int E, int C, int V) {
+    memset(b, 0, sizeof *b);
+    tg_gpt2_config c = {L, H, E, C, V, 4 * E, 1e-5f};
+    size_t Ez = (size_t)E, F = 4 * Ez;
+    size_t per_layer = 4 * Ez + 3 * Ez * Ez + 3 * Ez + Ez * Ez + Ez + F * Ez + F + Ez * F + Ez;
+    size_t n = (size_t)V * Ez + (size_t)C * Ez + (size_t)L * per_layer + 2 * Ez;
+    float *p = b->blob = malloc(n * sizeof(float));
+    tg_gpt2_layer *layers = calloc((size_t)L, sizeof *layers);
+    if (!p || !layers) return -1;
+    float scale = 1.0f / sqrtf((float)E);
+    for (size_t i = 0; i < n; i++) p[i] = scale * frand();
+    tg_gpt2_weights *w = &b->m.w;
+    w->wte = p, p += (size_t)V * Ez;
+    w->wpe = p, p += (size_t)C * Ez;
+    for (int l = 0; l < L; l++) {
+        tg_gpt2_layer *y = &layers[l];
+        y->ln1_w = p, p += Ez;
+        y->ln1_b = p, p += Ez;
+        y->ln2_w = p, p += Ez;
+        y->ln2_b = p, p += Ez;
+        y->qkv_w = p, p += 3 * Ez * Ez;
+        y->qkv_b = p, p += 3 * Ez;
+        y->proj_w = p, p += Ez * Ez;
+        y->proj_b = p, p += Ez;
+        y->up_w = p, p += F * Ez;
+        y->up_b = p, p += F;
+        y->down_w = p, p += Ez * F;
+        y->down_b = p, p += Ez;
+    }
+    w->layers = layers;
+    w->lnf_w = p, p += Ez;
+    w->lnf_b = p, p += Ez;
+    w->lm_head = w->wte;
+    w->tied = 1;
+    b->m.cfg = c;
+    b->m.has_weights = 1;
+    return 0;
+}
+
+static void free_model(bench_model *b) {
+    free(b->m.w.layers);
+    free(b->blob);
+}
+
+static tg_gpt *make_gpt(bench_model *b, int threads, const char *isa) {
+    tg_gpt *g;
+    tg_err err;
+    tg_gpt_opts o = {threads, isa, 0};
+    if (tg_gpt_create(&g, &b->m, &o, &err)) {
+        fprintf(stderr, "bench_model: %s\n", err.msg);
+        exit(1);
+    }
+    return g;
+}
+
+static void forward(tg_gpt *g, const int *tok, int T, int pos, float *logits) {
+    tg_err err;
+    if (tg_gpt_forward(g, tok, T, pos, logits, 0, &err)) {
+        fprintf(stderr, "bench_model: %s\n", err.msg);
+        exit(1);
+    }
+}
+
+/* Decode tok/s: prefill n_prompt tokens, then time `steps` single-token
+ * steps (greedy sampling included when `sample`); best of `reps`. */
+static double decode_rate(tg_gpt *g, int n_prompt, int steps, int reps, int sample) {
+    const tg_gpt2_config *c = tg_gpt_config(g);
+    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+    int *prompt = malloc((size_t)n_prompt * sizeof *prompt);
+    for (int i = 0; i < n_prompt; i++) prompt[i] = (i * 7919) % c->n_vocab;
+    tg_sampler_params sp = tg_sampler_defaults();
+    sp.temp = 0;
+    tg_sampler *s;
+    tg_err err;
+    tg_sampler_create(&s, &sp, c->n_vocab, &err);
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        forward(g, prompt, n_prompt, 0, logits);
+        int tok = 1;
+        double t0 = now();
+        for (int i = 0; i < steps; i++) {
+            if (sample) tok = tg_sampler_sample(s, logits);
+            forward(g, &tok, 1, n_prompt + i, logits);
+        }
+        double rate = steps / (now() - t0);
+        best = rate > best ? rate : best;
+    }
+    tg_sampler_free(s);
+    free(prompt);
+    free(logits);
+    return best;
+}
+
+/* ---- gpt2-small --------------------------------------------------------------- */
+
+#ifdef TG_HAVE_OPENBLAS
+/* The matmuls of a T-token prefill (last-row LM head) with OpenBLAS sgemm,
+ * on the same weights; best of reps. */
+static double blas_prefill_time(const bench_model *b, int T, int threads, int reps) {
+    const tg_gpt2_config *c = &b->m.cfg;
+    int E = c->n_embd, F = c->n_ff, V = c->n_vocab;
+    float *x = malloc((size_t)T * F * sizeof(float)), *y = malloc((size_t)T * F * sizeof(float));
+    for (size_t i = 0; i < (size_t)T * F; i++) x[i] = frand();
+    openblas_set_num_threads(threads);
+    double best = INFINITY;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int l = 0; l < c->n_layer; l++) {
+            const tg_gpt2_layer *w = &b->m.w.layers[l];
+            const struct {
+                const float *w;
+                int in, out;
+            } mm[4] = {{w->qkv_w, E, 3 * E}, {w->proj_w, E, E}, {w->up_w, E, F}, {w->down_w, F, E}};
+            for (int k = 0; k < 4; k++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, mm[k].out, mm[k].in, 1.0f,
+                            x, mm[k].in, mm[k].w, mm[k].in, 0.0f, y, mm[k].out);
+        }
+        float *logits = malloc((size_t)V * sizeof(float));
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, V, E, 1.0f, b->m.w.lm_head, E, x, 1, 0.0f,
+                    logits, 1);
+        double t = now() - t0;
+        free(logits);
+        best = t < best ? t : best;
+    }
+    free(x);
+    free(y);
+    return best;
+}
+#endif
+
+static void bench_gpt2(const int *threads, int n_threads, const char *isa, int quick) {
+    bench_model b;
+    double t0 = now();
+    if (make_model(&b, 12, 12, 768, 1024, 50257)) {
+        fprintf(stderr, "bench_model: out of memory for gpt2-small\n");
+        exit(1);
+    }
+    const tg_gpt2_config *c = &b.m.cfg;
+    printf("## gpt2-small: L12 H12 E768 C1024 V50257, f32, %.0f MB of weights (built in %.1f s)\n",
+           tg_gpt2_n_params(c, 1) * 4e-6, now() - t0);
+    int n_prompt = 64, steps = quick ? 8 : 32, T = 512;
+    for (int ti = 0; ti < n_threads; ti++) {
+        int th = threads[ti];
+        tg_gpt *g = make_gpt(&b, th, isa);
+        tg_err err;
+        double gbs = 0;
+        if (tg_measure_dram_read(tg_gpt_pool(g), th, 0, quick ? 0.3 : 1.0, &gbs, &err))
+            fprintf(stderr, "bench_model: %s\n", err.msg);
+        /* bytes of one decode step at the mean position of the timed run */
+        tg_opcost k = tg_opcost_forward(c, 1, n_prompt + steps / 2, 1);
+        double bytes = k.weight_bytes + k.kv_bytes;
+        double rate = decode_rate(g, n_prompt, steps, quick ? 1 : 3, 0);
+        double roof = gbs * 1e9 / bytes;
+        printf("decode   %d thread%s %-6s %6.2f tok/s | DRAM %5.1f GB/s, %.0f MB/token -> "
+               "roofline %6.2f tok/s | %5.1f%% of roofline (target 85%%)\n",
+               th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), rate, gbs,
+               bytes * 1e-6, roof, 100 * rate / roof);
+
+        int *tok = malloc((size_t)T * sizeof *tok);
+        float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+        for (int i = 0; i < T; i++) tok[i] = (i * 31) % c->n_vocab;
+        double best = INFINITY;
+        for (int r = 0; r < (quick ? 1 : 3); r++) {
+            double s0 = now();
+            forward(g, tok, T, 0, logits);
+            double t = now() - s0;
+            best = t < best ? t : best;
+        }
+        tg_opcost f = tg_opcost_forward(c, T, 0, 1);
+        printf("prefill  %d thread%s %-6s %d tokens in %.3f s, %7.1f tok/s, %6.1f GFLOP/s",
+               th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), T, best, T / best,
+               f.flops / best * 1e-9);
+#ifdef TG_HAVE_OPENBLAS
+        double blas = blas_prefill_time(&b, T, th, quick ? 1 : 3);
+        printf(" | OpenBLAS sgemm (same matmuls) %.3f s | ratio %.2f (target 0.8)\n", blas,
+               blas / best);
+#else
+        printf(" | (no OpenBLAS baseline)\n");
+#endif
+        fflush(stdout);
+        free(tok);
+        free(logits);
+        tg_gpt_free(g);
+    }
+    free_model(&b);
+}
+
+/* ---- tiny ----------------------------------------------------------------------- */
+
+static void bench_tiny(const int *threads, int n_threads, const char *isa, int quick) {
+    bench_model b;
+    if (make_model(&b, 4, 4, 128, 256, 512)) exit(1);
+    printf("## tiny: L4 H4 E128 C256 V512, f32\n");
+    double first = 0;
+    for (int ti = 0; ti < n_threads; ti++) {
+        int th = threads[ti];
+        tg_gpt *g = make_gpt(&b, th, isa);
+        /* the whole context: 1 prompt token, 255 decode steps */
+        double fwd = decode_rate(g, 1, 255, quick ? 3 : 20, 0);
+        double smp = decode_rate(g, 1, 255, quick ? 3 : 20, 1);
+        if (ti == 0) first = fwd;
+        printf("decode   %d thread%s %-6s %8.0f tok/s forward only, %8.0f tok/s with greedy "
+               "sampling (target 20000 on 1 thread)",
+               th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), fwd, smp);
+        if (ti > 0) printf(" | %.2fx of %d thread%s", fwd / first, threads[0], threads[0] == 1 ? "" : "s");
+        printf("\n");
+        fflush(stdout);
+        tg_gpt_free(g);
+    }
+    free_model(&b);
+}
+
+int main(int argc, char **argv) {
+    int quick = 0, threads[8] = {1, 2}, n_threads = 2;
+    const char *only = NULL, *isa = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
+        else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+            n_threads = 0;
+            for (char *s = argv[++i]; *s && n_threads < 8;) {
+                threads[n_threads++] = (int)strtol(s, &s, 10);
+                if (*s == ',') s++;
+            }
+        } else {
+            fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2] [-t 1,2] [--isa ISA]\n");
+            return 2;
+        }
+    }
+    for (int i = 0; i < n_threads; i++)
+        if (threads[i] < 1 || threads[i] > 64) {
+            fprintf(stderr, "bench_model: -t: threads in [1, 64]\n");
+            return 2;
+        }
+    printf("# bench_model: best of several runs; ceilings measured in this run\n");
+    if (!only || !strcmp(only, "tiny")) bench_tiny(threads, n_threads, isa, quick);
+    if (!only || !strcmp(only, "gpt2")) bench_gpt2(threads, n_threads, isa, quick);
+    return 0;
+}
