@@ -44,23 +44,42 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
 
 /* Columns [0, nv·VL) of o (the last vector masked by `last`):
  *   o = (keep ? o·corr : 0) + Σ_j p[j] · V[j]   over n rows of V, ldk apart.
- * Always inlined with a constant nv, so the accumulators live in registers. */
+ * Always inlined with a constant nv, so the accumulators live in registers.
+ * Narrow chunks would wait on the FMA latency (one chain per vector), so
+ * they take nu = 8/nv rows of V at a time into nu separate sets of
+ * accumulators, added together at the end. */
 static inline __attribute__((always_inline)) void
 FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int nv,
              vmask last, float corr, int keep) {
-    vf acc[8];
-    const vf vcorr = vset(corr);
-    for (int u = 0; u < nv; u++)
-        acc[u] = keep ? vmul(u == nv - 1 ? vld_m(o + u * VL, last) : vld(o + u * VL), vcorr)
-                      : vzero();
-    for (int j = 0; j < n; j++) {
+    enum { MAX_ACC = 8 };
+    const int nu = MAX_ACC / nv;
+    vf acc[MAX_ACC][MAX_ACC];
+    for (int a = 0; a < nu; a++)
+        for (int u = 0; u < nv; u++) acc[a][u] = vzero();
+    if (keep) {
+        const vf vcorr = vset(corr);
+        for (int u = 0; u < nv; u++)
+            acc[0][u] = vmul(u == nv - 1 ? vld_m(o + u * VL, last) : vld(o + u * VL), vcorr);
+    }
+    int j = 0;
+    for (; j + nu <= n; j += nu)
+        for (int a = 0; a < nu; a++) {
+            const vf pj = vset(p[j + a]);
+            const float *vj = v + (size_t)(j + a) * ldk;
+            for (int u = 0; u < nv - 1; u++) acc[a][u] = vfma(pj, vld(vj + u * VL), acc[a][u]);
+            acc[a][nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[a][nv - 1]);
+        }
+    for (; j < n; j++) {
         const vf pj = vset(p[j]);
         const float *vj = v + (size_t)j * ldk;
-        for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, vld(vj + u * VL), acc[u]);
-        acc[nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[nv - 1]);
+        for (int u = 0; u < nv - 1; u++) acc[0][u] = vfma(pj, vld(vj + u * VL), acc[0][u]);
+        acc[0][nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[0][nv - 1]);
     }
-    for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[u]);
-    vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
+    for (int step = 1; step < nu; step *= 2)
+        for (int a = 0; a + step < nu; a += 2 * step)
+            for (int u = 0; u < nv; u++) acc[a][u] = vadd(acc[a][u], acc[a + step][u]);
+    for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[0][u]);
+    vst_m(o + (nv - 1) * VL, last, acc[0][nv - 1]);
 }
 
 /* o[HS] = (keep ? o·corr : 0) + p[P] · V[P,HS], in column chunks of up to 8
