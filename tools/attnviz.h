@@ -1,0 +1,45 @@
+/* attnviz.h — capture every head's attention weights over a prompt through
+ * the forward pass's probe hook, and show them: labelled bars in the
+ * terminal, a grid of heatmaps (layers × heads) as SVG, or JSON. */
+#ifndef TINYGPT_TOOLS_ATTNVIZ_H
+#define TINYGPT_TOOLS_ATTNVIZ_H
+
+#include <stdio.h>
+
+#include "model/gpt.h"
+#include "model/tokenizer.h"
+
+typedef struct attn_map {
+    int L, H, T;
+    float *w;       /* [L, H, T, T]: w[l][h][q][k] for k <= q, 0 above the diagonal */
+    int *ids;       /* [T] */
+    char **labels;  /* [T] printable, valid UTF-8 labels of the token pieces */
+} attn_map;
+
+/* Runs ids[T] (positions 0..T-1) through g with a capturing probe attached.
+ * The probe is detached again before returning. */
+tg_status attn_capture(attn_map *m, tg_gpt *g, const tg_tokenizer *tok, const int *ids, int T,
+                       tg_err *err);
+void attn_map_free(attn_map *m);
+
+static inline const float *attn_row(const attn_map *m, int l, int h, int q) {
+    return m->w + (((size_t)l * m->H + h) * m->T + q) * m->T;
+}
+
+/* A token piece as a printable label: newline, tab and other controls as
+ * \n \t \xHH, invalid UTF-8 bytes as \xHH. malloc'd. */
+char *attn_label(const char *piece, size_t len);
+
+/* For query q: each selected head's weights over the tokens as bars.
+ * layer/head = -1 selects all. */
+void attn_print_bars(FILE *f, const attn_map *m, int layer, int head, int q);
+
+/* Writes the layers × heads grid of T × T heatmaps (atomically). log_scale
+ * colours by log10 of the weight so that sinks do not wash out the rest. */
+tg_status attn_write_svg(const attn_map *m, const char *path, const char *title, int log_scale,
+                         tg_err *err);
+
+/* Prints the map as JSON: tokens, pieces, weights[L][H][T][T]. */
+void attn_print_json(FILE *f, const attn_map *m);
+
+#endif

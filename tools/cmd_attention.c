@@ -1,0 +1,116 @@
+/* cmd_attention.c — `tinygpt attention`: what every head looks at. For one
+ * query token, each head's weights over the prompt as labelled bars; with
+ * --svg, the whole layers × heads grid of token × token heatmaps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/attnviz.h"
+#include "tools/cli.h"
+#include "tools/run.h"
+
+static const char *const CMD = "attention";
+static const char *const DEFAULT_PROMPT = "The researcher who wrote the paper said it was wrong.";
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt attention [-m MODEL] [-p PROMPT] [--layer L] [--head H] [--query I]\n"
+            "                         [--svg FILE] [--log] [--json] [-t THREADS] [--isa ISA]\n"
+            "  -p PROMPT    default: \"%s\"\n"
+            "  --layer L    show only layer L (default: all)\n"
+            "  --head H     show only head H (default: all)\n"
+            "  --query I    the query token, 0-based (default: the last)\n"
+            "  --svg FILE   write a grid of heatmaps (layers x heads, tokens x tokens)\n"
+            "  --log        colour the heatmaps by log weight, so sinks do not wash out the rest\n"
+            "  --json       print every weight as JSON instead of bars\n",
+            DEFAULT_PROMPT);
+}
+
+int cmd_attention(int argc, char **argv) {
+    const char *model_path = NULL, *prompt = DEFAULT_PROMPT, *svg = NULL;
+    long layer = -1, head = -1, query = -1, threads = 1;
+    int log_scale = 0, json = 0;
+    run_opts ro = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return EXIT_OK;
+        }
+        if (!strcmp(a, "--log")) { log_scale = 1; continue; }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (strcmp(a, "-m") && strcmp(a, "-p") && strcmp(a, "--layer") && strcmp(a, "--head") &&
+            strcmp(a, "--query") && strcmp(a, "--svg") && strcmp(a, "-t") && strcmp(a, "--isa")) {
+            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
+        }
+        if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
+        if (!strcmp(a, "-m")) model_path = v;
+        else if (!strcmp(a, "-p")) prompt = v;
+        else if (!strcmp(a, "--svg")) svg = v;
+        else if (!strcmp(a, "--isa")) ro.isa = v;
+        else if (!strcmp(a, "--layer") && cli_int(CMD, a, v, 0, 1 << 20, &layer)) return EXIT_USAGE;
+        else if (!strcmp(a, "--head") && cli_int(CMD, a, v, 0, 1 << 20, &head)) return EXIT_USAGE;
+        else if (!strcmp(a, "--query") && cli_int(CMD, a, v, 0, 1 << 24, &query)) return EXIT_USAGE;
+        else if (!strcmp(a, "-t") && cli_int(CMD, a, v, 1, 1024, &threads)) return EXIT_USAGE;
+    }
+    ro.n_threads = (int)threads;
+    run_ctx rc;
+    int code = run_open(&rc, CMD, model_path, &ro);
+    if (code) return code;
+    const tg_gpt2_config *c = tg_gpt_config(rc.gpt);
+    tg_err err = {{0}};
+    int *ids = NULL;
+    size_t n = 0;
+    attn_map m = {0};
+    if (layer >= c->n_layer) {
+        code = cli_usage(CMD, "--layer: %ld is outside [0, %d]", layer, c->n_layer - 1);
+        goto done;
+    }
+    if (head >= c->n_head) {
+        code = cli_usage(CMD, "--head: %ld is outside [0, %d]", head, c->n_head - 1);
+        goto done;
+    }
+    if (tg_tokenizer_encode(rc.tok, prompt, strlen(prompt), 1, &ids, &n, &err)) {
+        code = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    if (n == 0) {
+        code = cli_error(CMD, "the prompt has no tokens");
+        goto done;
+    }
+    if (n > (size_t)tg_gpt_n_ctx(rc.gpt)) {
+        code = cli_error(CMD, "the prompt has %zu tokens but the context holds %d", n,
+                         tg_gpt_n_ctx(rc.gpt));
+        goto done;
+    }
+    if (query >= (long)n) {
+        code = cli_usage(CMD, "--query: %ld is outside [0, %zu] (the prompt's tokens)", query, n - 1);
+        goto done;
+    }
+    int q = query < 0 ? (int)n - 1 : (int)query;
+    if (attn_capture(&m, rc.gpt, rc.tok, ids, (int)n, &err)) {
+        code = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    if (json) {
+        attn_print_json(stdout, &m);
+    } else {
+        printf("%s: %d layers x %d heads, %zu tokens; query %d \"%s\"\n\n", rc.model_path,
+               c->n_layer, c->n_head, n, q, m.labels[q]);
+        attn_print_bars(stdout, &m, (int)layer, (int)head, q);
+    }
+    if (svg) {
+        if (attn_write_svg(&m, svg, rc.model_path, log_scale, &err)) {
+            code = cli_error(CMD, "%s", err.msg);
+            goto done;
+        }
+        fprintf(stderr, "wrote %s\n", svg);
+    }
+    fflush(stdout);
+    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+done:
+    attn_map_free(&m);
+    free(ids);
+    run_close(&rc);
+    return code;
+}
