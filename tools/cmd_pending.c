@@ -10,8 +10,5 @@
     }
 
 PENDING(cmd_tokenize, "tokenize", 4)
-PENDING(cmd_inspect, "inspect", 3)
-PENDING(cmd_convert, "convert", 3)
-PENDING(cmd_init, "init", 3)
 PENDING(cmd_bench, "bench", 6)
 PENDING(cmd_profile, "profile", 6)

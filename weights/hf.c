@@ -256,6 +256,13 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err
     tg_status s;
     int bos = 0x7fffffff, eos = 0x7fffffff;
     char path[4096];
+    snprintf(path, sizeof path, "%s/vocab.json", dir);
+    FILE *probe = fopen(path, "rb");
+    if (!probe)
+        return tg_fail(err, TG_ERR_IO,
+                       "%s: a folder without vocab.json: not a model (give a GGUF file or a Hugging Face GPT-2 folder)",
+                       dir);
+    fclose(probe);
     if (vocab_only) {
         /* config.json is optional here; it only pads the vocabulary */
         snprintf(path, sizeof path, "%s/config.json", dir);

@@ -1,0 +1,49 @@
+/* cmd_convert.c — `tinygpt convert PATH -o OUT.gguf [--dtype f32|f16]`:
+ * a Hugging Face GPT-2 folder (or any model tinygpt loads) to GGUF. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "weights/gpt2.h"
+
+static const char *usage_text =
+    "usage: tinygpt convert DIR -o OUT.gguf [--dtype f32|f16]\n"
+    "  DIR   a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
+    "        vocab.json, merges.txt) or a GGUF file to re-encode\n";
+
+int cmd_convert(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *dtype_s = "f32";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!(out = cli_value("convert", argc, argv, &i))) return EXIT_USAGE;
+        } else if (!strcmp(a, "--dtype")) {
+            if (!(dtype_s = cli_value("convert", argc, argv, &i))) return EXIT_USAGE;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage("convert", "unknown option '%s'\n%s", a, usage_text);
+        } else if (in) {
+            return cli_usage("convert", "more than one input given\n%s", usage_text);
+        } else {
+            in = a;
+        }
+    }
+    if (!in || !out) return cli_usage("convert", "an input and -o OUT.gguf are required\n%s", usage_text);
+    tg_dtype dtype;
+    if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;
+    else if (!strcmp(dtype_s, "f16")) dtype = TG_DTYPE_F16;
+    else return cli_usage("convert", "--dtype must be f32 or f16, not '%s'", dtype_s);
+
+    tg_err err = {{0}};
+    tg_gpt2_model m;
+    if (tg_gpt2_load(&m, in, 0, &err)) return cli_error("convert", "%s", err.msg);
+    tg_status s = tg_gpt2_save(out, &m.cfg, &m.w, &m.vocab, dtype, &err);
+    size_t n = tg_gpt2_n_params(&m.cfg, m.w.tied);
+    tg_gpt2_free(&m);
+    if (s) return cli_error("convert", "%s", err.msg);
+    fprintf(stderr, "tinygpt convert: wrote %s (%zu parameters, %s)\n", out, n, dtype_s);
+    return EXIT_OK;
+}

@@ -1,0 +1,155 @@
+/* cmd_init.c — `tinygpt init`: a randomly initialised GPT-2 written as GGUF,
+ * for benchmarks and as the start of training. GPT-2's initialisation:
+ * weights N(0, 0.02), the residual projections (attn_output, ffn_down)
+ * N(0, 0.02/sqrt(2L)), biases 0, layer norms weight 1 / bias 0; the output
+ * is tied to token_embd. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "weights/gpt2.h"
+
+static const char *usage_text =
+    "usage: tinygpt init --layers L --heads H --embd E --ctx C (--vocab-from PATH | --byte-vocab)\n"
+    "                    [--seed S] [--dtype f32|f16] -o OUT.gguf\n"
+    "  --vocab-from PATH  take the tokenizer of a GGUF or Hugging Face folder\n"
+    "  --byte-vocab       256 byte tokens + <|endoftext|> (V = 257)\n"
+    "  --seed S           random seed (default 1)\n";
+
+/* splitmix64: a small seeded generator; Box-Muller for normals */
+typedef struct rng {
+    uint64_t s;
+} rng;
+static uint64_t rng_next(rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double rng_uniform(rng *r) { return ((double)(rng_next(r) >> 11) + 0.5) * 0x1p-53; } /* (0, 1) */
+static void fill_normal(rng *r, float *x, size_t n, double std) {
+    for (size_t i = 0; i < n; i += 2) {
+        double u = rng_uniform(r), v = rng_uniform(r);
+        double m = sqrt(-2.0 * log(u));
+        x[i] = (float)(std * m * cos(2 * M_PI * v));
+        if (i + 1 < n) x[i + 1] = (float)(std * m * sin(2 * M_PI * v));
+    }
+}
+static void fill_const(float *x, size_t n, float v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+int cmd_init(int argc, char **argv) {
+    long L = 0, H = 0, E = 0, C = 0, seed = 1;
+    const char *vocab_from = NULL, *out = NULL, *dtype_s = "f32";
+    int byte_vocab = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        }
+        if (!strcmp(a, "--byte-vocab")) {
+            byte_vocab = 1;
+            continue;
+        }
+        if (!(v = cli_value("init", argc, argv, &i))) return EXIT_USAGE;
+        if (!strcmp(a, "--layers")) { if (cli_int("init", a, v, 1, 1024, &L)) return EXIT_USAGE; }
+        else if (!strcmp(a, "--heads")) { if (cli_int("init", a, v, 1, 1024, &H)) return EXIT_USAGE; }
+        else if (!strcmp(a, "--embd")) { if (cli_int("init", a, v, 1, 65536, &E)) return EXIT_USAGE; }
+        else if (!strcmp(a, "--ctx")) { if (cli_int("init", a, v, 1, 1 << 20, &C)) return EXIT_USAGE; }
+        else if (!strcmp(a, "--seed")) { if (cli_int("init", a, v, 0, INT64_MAX, &seed)) return EXIT_USAGE; }
+        else if (!strcmp(a, "--vocab-from")) vocab_from = v;
+        else if (!strcmp(a, "--dtype")) dtype_s = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out = v;
+        else return cli_usage("init", "unknown option '%s'\n%s", a, usage_text);
+    }
+    if (!L || !H || !E || !C) return cli_usage("init", "--layers, --heads, --embd and --ctx are required\n%s", usage_text);
+    if (!out) return cli_usage("init", "-o OUT.gguf is required");
+    if (!!vocab_from == byte_vocab) return cli_usage("init", "give exactly one of --vocab-from PATH and --byte-vocab");
+    if (E % H) return cli_usage("init", "--embd %ld is not a multiple of --heads %ld", E, H);
+    tg_dtype dtype;
+    if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;
+    else if (!strcmp(dtype_s, "f16")) dtype = TG_DTYPE_F16;
+    else return cli_usage("init", "--dtype must be f32 or f16, not '%s'", dtype_s);
+
+    tg_err err = {{0}};
+    tg_vocab vocab;
+    if (byte_vocab) {
+        if (tg_vocab_bytes(&vocab, &err)) return cli_error("init", "%s", err.msg);
+    } else {
+        tg_gpt2_model vm;
+        if (tg_gpt2_load(&vm, vocab_from, 1, &err)) return cli_error("init", "%s", err.msg);
+        if (!vm.vocab.n_tokens) {
+            tg_gpt2_free(&vm);
+            return cli_error("init", "%s: has no tokenizer", vocab_from);
+        }
+        vocab = vm.vocab; /* take it over */
+        memset(&vm.vocab, 0, sizeof vm.vocab);
+        tg_gpt2_free(&vm);
+    }
+    tg_gpt2_config cfg = {.n_layer = (int)L, .n_head = (int)H, .n_embd = (int)E, .n_ctx = (int)C,
+                          .n_vocab = vocab.n_tokens, .n_ff = (int)(4 * E), .ln_eps = 1e-5f};
+    if (tg_gpt2_config_check(&cfg, "init", &err)) {
+        tg_vocab_free(&vocab);
+        return cli_usage("init", "%s", err.msg);
+    }
+    size_t n = tg_gpt2_n_params(&cfg, 1);
+    float *arena = n < SIZE_MAX / sizeof(float) ? malloc(n * sizeof(float)) : NULL;
+    tg_gpt2_layer *layers = calloc((size_t)L, sizeof *layers);
+    if (!arena || !layers) {
+        free(arena);
+        free(layers);
+        tg_vocab_free(&vocab);
+        return cli_error("init", "out of memory for %zu parameters", n);
+    }
+    rng r = {(uint64_t)seed};
+    size_t e = (size_t)E, f = (size_t)cfg.n_ff, V = (size_t)cfg.n_vocab;
+    double std = 0.02, std_res = 0.02 / sqrt(2.0 * (double)L);
+    float *p = arena;
+#define TAKE(dst, cnt, init)      \
+    do {                          \
+        float *q_ = p;            \
+        size_t c_ = (cnt);        \
+        init;                     \
+        (dst) = q_;               \
+        p += c_;                  \
+    } while (0)
+#define NORMAL(s) fill_normal(&r, q_, c_, (s))
+#define CONST(v) fill_const(q_, c_, (v))
+    tg_gpt2_weights w = {.layers = layers, .tied = 1};
+    TAKE(w.wte, V * e, NORMAL(std));
+    TAKE(w.wpe, (size_t)C * e, NORMAL(std));
+    for (long l = 0; l < L; l++) {
+        tg_gpt2_layer *y = &layers[l];
+        TAKE(y->ln1_w, e, CONST(1));
+        TAKE(y->ln1_b, e, CONST(0));
+        TAKE(y->qkv_w, 3 * e * e, NORMAL(std));
+        TAKE(y->qkv_b, 3 * e, CONST(0));
+        TAKE(y->proj_w, e * e, NORMAL(std_res));
+        TAKE(y->proj_b, e, CONST(0));
+        TAKE(y->ln2_w, e, CONST(1));
+        TAKE(y->ln2_b, e, CONST(0));
+        TAKE(y->up_w, f * e, NORMAL(std));
+        TAKE(y->up_b, f, CONST(0));
+        TAKE(y->down_w, e * f, NORMAL(std_res));
+        TAKE(y->down_b, e, CONST(0));
+    }
+    TAKE(w.lnf_w, e, CONST(1));
+    TAKE(w.lnf_b, e, CONST(0));
+#undef TAKE
+#undef NORMAL
+#undef CONST
+    w.lm_head = w.wte;
+    tg_status s = tg_gpt2_save(out, &cfg, &w, &vocab, dtype, &err);
+    free(arena);
+    free(layers);
+    tg_vocab_free(&vocab);
+    if (s) return cli_error("init", "%s", err.msg);
+    fprintf(stderr, "tinygpt init: wrote %s (%d layers, %d heads, embedding %d, context %d, vocab %d, %zu parameters)\n",
+            out, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.n_ctx, cfg.n_vocab, n);
+    return EXIT_OK;
+}

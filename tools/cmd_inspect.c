@@ -1,0 +1,278 @@
+/* cmd_inspect.c — `tinygpt inspect PATH [--json]`: what a model file or
+ * Hugging Face folder holds, and whether tinygpt can load it. Exit 0 when it
+ * loads, 1 when a problem was found (the problem is printed). */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tools/cli.h"
+#include "weights/gguf.h"
+#include "weights/gpt2.h"
+#include "weights/safetensors.h"
+
+static const char *usage_text =
+    "usage: tinygpt inspect PATH [--json]\n"
+    "  PATH    a GGUF file or a Hugging Face GPT-2 folder\n"
+    "  --json  print one JSON object instead of text\n";
+
+/* One row of the tensor table, whatever the format. */
+typedef struct tensor_row {
+    char name[160];
+    int n_dims;
+    int64_t shape[8]; /* numpy order */
+    const char *type;
+    uint64_t bytes, offset;
+} tensor_row;
+
+typedef struct report {
+    const char *path;
+    char format[64];
+    uint32_t version, alignment;
+    int64_t n_kv;
+    size_t file_size;
+    tensor_row *rows;
+    int n_rows;
+    int loaded, vocab_only;
+    tg_gpt2_model m;
+    char problem[600];
+    char warning[600];
+    cJSON *metadata; /* GGUF scalar metadata, for --json */
+} report;
+
+static void gguf_rows(report *r, const tg_gguf *g) {
+    r->n_rows = (int)tg_gguf_n_tensors(g);
+    r->rows = calloc(r->n_rows ? (size_t)r->n_rows : 1, sizeof *r->rows);
+    uint64_t expect = 0;
+    for (int i = 0; r->rows && i < r->n_rows; i++) {
+        const tg_gguf_tensor *t = tg_gguf_tensor_at(g, i);
+        tensor_row *row = &r->rows[i];
+        snprintf(row->name, sizeof row->name, "%s", t->name);
+        row->n_dims = t->n_dims;
+        for (int d = 0; d < t->n_dims; d++) row->shape[d] = t->ne[t->n_dims - 1 - d];
+        row->type = tg_ggml_type_name(t->type);
+        row->bytes = t->nbytes;
+        row->offset = t->offset;
+        /* llama.cpp wants the tensors packed in order at the alignment */
+        if (t->offset != expect && !r->warning[0])
+            snprintf(r->warning, sizeof r->warning,
+                     "tensor '%s' is at data offset %" PRIu64 ", llama.cpp expects %" PRIu64 " (tensors not packed in order)",
+                     t->name, t->offset, expect);
+        expect = t->offset + t->nbytes;
+        expect += (r->alignment - expect % r->alignment) % r->alignment;
+    }
+    r->metadata = cJSON_CreateObject();
+    for (int64_t i = 0; i < tg_gguf_n_kv(g); i++) {
+        const tg_gguf_kv *kv = tg_gguf_kv_at(g, i);
+        cJSON *v;
+        if (kv->type == TG_GGUF_STRING) {
+            const char *s;
+            size_t len;
+            tg_gguf_kv_str(g, kv, 0, &s, &len);
+            char *c = strndup(s, len > 4096 ? 4096 : len);
+            v = cJSON_CreateString(c ? c : "");
+            free(c);
+        } else if (kv->type == TG_GGUF_ARRAY) {
+            v = cJSON_CreateObject();
+            cJSON_AddStringToObject(v, "array_of", tg_gguf_vtype_name(kv->arr_type));
+            cJSON_AddNumberToObject(v, "length", (double)kv->n);
+        } else if (kv->type == TG_GGUF_BOOL) {
+            v = cJSON_CreateBool(kv->data[0]);
+        } else {
+            v = cJSON_CreateNumber(tg_gguf_kv_num(kv, 0));
+        }
+        cJSON_AddItemToObject(r->metadata, kv->key, v);
+    }
+}
+
+static void st_rows(report *r, const tg_st *st) {
+    r->n_rows = st->n_tensors;
+    r->rows = calloc(r->n_rows ? (size_t)r->n_rows : 1, sizeof *r->rows);
+    for (int i = 0; r->rows && i < r->n_rows; i++) {
+        const tg_st_tensor *t = &st->tensors[i];
+        tensor_row *row = &r->rows[i];
+        snprintf(row->name, sizeof row->name, "%s", t->name);
+        row->n_dims = t->n_dims;
+        memcpy(row->shape, t->shape, sizeof row->shape);
+        row->type = t->dtype;
+        row->bytes = t->end - t->begin;
+        row->offset = t->begin;
+    }
+}
+
+static void shape_str(const tensor_row *row, char *out, size_t n) {
+    size_t l = (size_t)snprintf(out, n, "[");
+    for (int d = 0; d < row->n_dims && l < n; d++)
+        l += (size_t)snprintf(out + l, n - l, "%s%" PRId64, d ? ", " : "", row->shape[d]);
+    if (l < n) snprintf(out + l, n - l, "]");
+}
+
+static int print_text(const report *r) {
+    const tg_gpt2_config *c = &r->m.cfg;
+    printf("path:          %s\n", r->path);
+    printf("format:        %s", r->format);
+    if (r->version) printf(" v%u, alignment %u, %" PRId64 " metadata keys", r->version, r->alignment, r->n_kv);
+    printf(", %d tensors, %zu bytes\n", r->n_rows, r->file_size);
+    if (r->loaded && !r->vocab_only) {
+        printf("architecture:  gpt2\n");
+        printf("layers %d, heads %d, head size %d, embedding %d, feed-forward %d, context %d, vocab %d\n",
+               c->n_layer, c->n_head, c->n_embd / c->n_head, c->n_embd, c->n_ff, c->n_ctx, c->n_vocab);
+        printf("layer norm eps %g; parameters %zu (%s)\n", (double)c->ln_eps,
+               tg_gpt2_n_params(c, r->m.w.tied), r->m.w.tied ? "output tied to token_embd" : "separate output.weight");
+    } else if (r->loaded) {
+        printf("architecture:  none (vocab-only: a tokenizer without weights)\n");
+    }
+    if (r->loaded) {
+        const tg_vocab *v = &r->m.vocab;
+        if (v->n_tokens)
+            printf("tokenizer:     gpt2 byte-level BPE (pre %s), %d tokens, %d merges, bos %d, eos %d\n",
+                   v->pre ? v->pre : "-", v->n_tokens, v->n_merges, v->bos_id, v->eos_id);
+        else
+            printf("tokenizer:     none\n");
+    }
+    if (r->n_rows) {
+        printf("tensors:\n");
+        size_t w = 0;
+        for (int i = 0; i < r->n_rows; i++) w = strlen(r->rows[i].name) > w ? strlen(r->rows[i].name) : w;
+        for (int i = 0; i < r->n_rows; i++) {
+            char sh[128];
+            shape_str(&r->rows[i], sh, sizeof sh);
+            printf("  %-*s  %-14s %-5s %12" PRIu64 " bytes\n", (int)w, r->rows[i].name, sh,
+                   r->rows[i].type ? r->rows[i].type : "?", r->rows[i].bytes);
+        }
+    }
+    if (r->warning[0]) printf("warning:       %s\n", r->warning);
+    printf("problems:      %s\n", r->problem[0] ? r->problem : "none");
+    return r->problem[0] ? EXIT_RUNTIME : EXIT_OK;
+}
+
+static int print_json(report *r) {
+    const tg_gpt2_config *c = &r->m.cfg;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", r->path);
+    cJSON_AddStringToObject(o, "format", r->format);
+    if (r->version) {
+        cJSON_AddNumberToObject(o, "version", r->version);
+        cJSON_AddNumberToObject(o, "alignment", r->alignment);
+    }
+    cJSON_AddNumberToObject(o, "file_bytes", (double)r->file_size);
+    int full = r->loaded && !r->vocab_only;
+    if (full) cJSON_AddStringToObject(o, "architecture", "gpt2");
+    else cJSON_AddNullToObject(o, "architecture");
+    cJSON_AddBoolToObject(o, "vocab_only", r->loaded && r->vocab_only);
+#define NUM_OR_NULL(key, cond, val) \
+    ((cond) ? (void)cJSON_AddNumberToObject(o, key, (double)(val)) : (void)cJSON_AddNullToObject(o, key))
+    NUM_OR_NULL("n_layer", full, c->n_layer);
+    NUM_OR_NULL("n_head", full, c->n_head);
+    NUM_OR_NULL("head_size", full, full ? c->n_embd / c->n_head : 0);
+    NUM_OR_NULL("n_embd", full, c->n_embd);
+    NUM_OR_NULL("n_ff", full, c->n_ff);
+    NUM_OR_NULL("n_ctx", full, c->n_ctx);
+    NUM_OR_NULL("n_vocab", r->loaded, r->loaded ? (full ? c->n_vocab : r->m.vocab.n_tokens) : 0);
+    NUM_OR_NULL("n_params", full, full ? tg_gpt2_n_params(c, r->m.w.tied) : 0);
+    NUM_OR_NULL("ln_eps", full, c->ln_eps);
+    if (full) cJSON_AddBoolToObject(o, "tied", r->m.w.tied);
+#undef NUM_OR_NULL
+    if (r->loaded && r->m.vocab.n_tokens) {
+        const tg_vocab *v = &r->m.vocab;
+        cJSON *t = cJSON_AddObjectToObject(o, "tokenizer");
+        cJSON_AddStringToObject(t, "model", "gpt2");
+        if (v->pre) cJSON_AddStringToObject(t, "pre", v->pre);
+        cJSON_AddNumberToObject(t, "n_tokens", v->n_tokens);
+        cJSON_AddNumberToObject(t, "n_merges", v->n_merges);
+        cJSON_AddNumberToObject(t, "bos_id", v->bos_id);
+        cJSON_AddNumberToObject(t, "eos_id", v->eos_id);
+    }
+    cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+    for (int i = 0; i < r->n_rows; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "name", r->rows[i].name);
+        cJSON *sh = cJSON_AddArrayToObject(t, "shape");
+        for (int d = 0; d < r->rows[i].n_dims; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)r->rows[i].shape[d]));
+        cJSON_AddStringToObject(t, "type", r->rows[i].type ? r->rows[i].type : "?");
+        cJSON_AddNumberToObject(t, "bytes", (double)r->rows[i].bytes);
+        cJSON_AddNumberToObject(t, "offset", (double)r->rows[i].offset);
+        cJSON_AddItemToArray(ts, t);
+    }
+    if (r->metadata) {
+        cJSON_AddItemToObject(o, "metadata", r->metadata);
+        r->metadata = NULL;
+    }
+    cJSON *pr = cJSON_AddArrayToObject(o, "problems");
+    if (r->problem[0]) cJSON_AddItemToArray(pr, cJSON_CreateString(r->problem));
+    cJSON *wa = cJSON_AddArrayToObject(o, "warnings");
+    if (r->warning[0]) cJSON_AddItemToArray(wa, cJSON_CreateString(r->warning));
+    char *s = cJSON_Print(o);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(o);
+    return r->problem[0] ? EXIT_RUNTIME : EXIT_OK;
+}
+
+int cmd_inspect(int argc, char **argv) {
+    const char *path = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        }
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("inspect", "unknown option '%s'\n%s", argv[i], usage_text);
+        else if (path) return cli_usage("inspect", "more than one PATH given\n%s", usage_text);
+        else path = argv[i];
+    }
+    if (!path) return cli_usage("inspect", "a PATH is needed\n%s", usage_text);
+
+    report r = {0};
+    r.path = path;
+    tg_err err = {{0}};
+    struct stat sb;
+    if (stat(path, &sb) != 0) return cli_error("inspect", "%s: no such file or folder", path);
+    if (S_ISDIR(sb.st_mode)) {
+        snprintf(r.format, sizeof r.format, "Hugging Face folder");
+        char st_path[4096];
+        snprintf(st_path, sizeof st_path, "%s/model.safetensors", path);
+        struct stat ss;
+        int has_weights = stat(st_path, &ss) == 0;
+        if (has_weights) {
+            tg_st *st;
+            if (tg_st_open(&st, st_path, &err)) {
+                snprintf(r.problem, sizeof r.problem, "%s", err.msg);
+            } else {
+                r.file_size = st->size;
+                st_rows(&r, st);
+                tg_st_close(st);
+            }
+        }
+        if (!r.problem[0]) {
+            r.vocab_only = !has_weights;
+            if (tg_gpt2_load(&r.m, path, r.vocab_only, &err)) snprintf(r.problem, sizeof r.problem, "%s", err.msg);
+            else r.loaded = 1;
+        }
+    } else {
+        snprintf(r.format, sizeof r.format, "GGUF");
+        tg_gguf *g;
+        if (tg_gguf_open(&g, path, &err)) {
+            /* not even a GGUF: nothing to describe */
+            return cli_error("inspect", "%s", err.msg);
+        }
+        r.version = tg_gguf_version(g);
+        r.alignment = tg_gguf_alignment(g);
+        r.n_kv = tg_gguf_n_kv(g);
+        r.file_size = tg_gguf_file_size(g);
+        gguf_rows(&r, g);
+        r.vocab_only = tg_gguf_n_tensors(g) == 0;
+        tg_gguf_close(g);
+        if (tg_gpt2_load(&r.m, path, r.vocab_only, &err)) snprintf(r.problem, sizeof r.problem, "%s", err.msg);
+        else r.loaded = 1;
+    }
+    int rc = json ? print_json(&r) : print_text(&r);
+    if (r.loaded) tg_gpt2_free(&r.m);
+    cJSON_Delete(r.metadata);
+    free(r.rows);
+    if (rc && !json) fprintf(stderr, "tinygpt inspect: %s\n", r.problem);
+    return rc;
+}
