@@ -192,3 +192,77 @@ Test(hf, vocab_only) {
     test_rmdir(dir);
     free(dir);
 }
+
+/* F16 storage: matrices rounded exactly as the compiler's _Float16 does,
+ * 1-D tensors kept F32. */
+Test(roundtrip, f16) {
+    test_model t;
+    test_model_make(&t, 2, 2, 8, 16, 1);
+    char *dir = test_tmpdir(), path[512];
+    snprintf(path, sizeof path, "%s/h.gguf", dir);
+    tg_err err;
+    cr_assert_eq(tg_gpt2_save(path, &t.cfg, &t.w, &t.vocab, TG_DTYPE_F16, &err), TG_OK, "%s", err.msg);
+    tg_gpt2_model m;
+    cr_assert_eq(tg_gpt2_load(&m, path, 0, &err), TG_OK, "%s", err.msg);
+    const tg_gguf *g = tg_gpt2_gguf(&m);
+    cr_assert_eq(tg_gguf_find_tensor(g, "blk.0.attn_qkv.weight")->type, TG_GGML_F16);
+    cr_assert_eq(tg_gguf_find_tensor(g, "blk.0.attn_qkv.bias")->type, TG_GGML_F32);
+    cr_assert_eq(tg_gguf_find_tensor(g, "output.weight")->type, TG_GGML_F16);
+#define F16_SAME(name, a, b, n)                                                            \
+    for (size_t i_ = 0; i_ < (n); i_++) {                                                  \
+        float want_ = (n) == (size_t)t.cfg.n_embd || (n) == 3u * t.cfg.n_embd || (n) == (size_t)t.cfg.n_ff \
+                          ? (a)[i_] : (float)(_Float16)(a)[i_];                             \
+        cr_assert(f32_bits_eq((b)[i_], want_), "%s[%zu]: %a vs %a", name, i_, (b)[i_], want_); \
+    }
+    TEST_FOR_EACH_TENSOR(&t.cfg, &t.w, &m.w, F16_SAME);
+#undef F16_SAME
+    cr_assert(m.w.tied);
+    tg_gpt2_free(&m);
+    test_rmdir(dir);
+    free(dir);
+    test_model_free(&t);
+}
+
+/* Q8_0 and BF16 through the generic writer and reader: Q8_0 error is at most
+ * half a quantisation step per element, BF16 matches the bf16 rounding. */
+Test(roundtrip, q8_0_bf16) {
+    enum { N = 32 * 40 };
+    static float x[N];
+    for (int i = 0; i < N; i++) x[i] = test_randf() * (i % 64 == 0 ? 100.0f : 1.0f);
+    for (int i = 64; i < 96; i++) x[i] = 0; /* an all-zero block */
+    char *dir = test_tmpdir(), path[512];
+    snprintf(path, sizeof path, "%s/q.gguf", dir);
+    tg_err err;
+    tg_gguf_writer *w;
+    cr_assert_eq(tg_gguf_writer_new(&w, &err), TG_OK);
+    int64_t ne[2] = {64, N / 64};
+    cr_assert_eq(tg_gguf_add_tensor_f32(w, "q", 2, ne, x, TG_GGML_Q8_0, &err), TG_OK, "%s", err.msg);
+    cr_assert_eq(tg_gguf_add_tensor_f32(w, "b", 2, ne, x, TG_GGML_BF16, &err), TG_OK, "%s", err.msg);
+    int64_t bad[1] = {33};
+    cr_assert_eq(tg_gguf_add_tensor_f32(w, "bad", 1, bad, x, TG_GGML_Q8_0, &err), TG_ERR_ARG);
+    cr_assert_eq(tg_gguf_add_tensor_f32(w, "q", 2, ne, x, TG_GGML_F32, &err), TG_ERR_ARG); /* duplicate */
+    cr_assert_eq(tg_gguf_write(w, path, &err), TG_OK, "%s", err.msg);
+    tg_gguf_writer_free(w);
+    tg_gguf *g;
+    cr_assert_eq(tg_gguf_open(&g, path, &err), TG_OK, "%s", err.msg);
+    const tg_gguf_tensor *q = tg_gguf_find_tensor(g, "q"), *b = tg_gguf_find_tensor(g, "b");
+    cr_assert_eq(q->nbytes, (uint64_t)N / 32 * 34);
+    static float y[N];
+    cr_assert_eq(tg_gguf_tensor_to_f32(q, y, &err), TG_OK);
+    for (int blk = 0; blk < N / 32; blk++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[blk * 32 + j]));
+        float step = amax / 127.0f;
+        for (int j = 0; j < 32; j++) {
+            int i = blk * 32 + j;
+            /* half a step, plus the f16 rounding of the scale times 127 */
+            float tol = 0.5f * step + 127.0f * step * 0x1p-11f + 1e-30f;
+            cr_assert(fabsf(y[i] - x[i]) <= tol, "q[%d]: %g vs %g (tol %g)", i, y[i], x[i], tol);
+        }
+    }
+    cr_assert_eq(tg_gguf_tensor_to_f32(b, y, &err), TG_OK);
+    for (int i = 0; i < N; i++) cr_assert(f32_bits_eq(y[i], tg_bf16_to_f32(tg_f32_to_bf16(x[i]))));
+    tg_gguf_close(g);
+    test_rmdir(dir);
+    free(dir);
+}
