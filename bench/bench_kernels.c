@@ -1,9 +1,10 @@
 /* bench_kernels.c — per kernel, ISA, shape and thread count: µs per call
  * (median of repetitions), GFLOP/s, GB/s, and a baseline measured in the
  * same run (OpenBLAS for matmul; the C reference for the other kernels),
- * with speedup = baseline µs / our µs (> 1: we are faster).
+ * with speedup = baseline time / our time (> 1: we are faster; the median of
+ * per-repetition ratios).
  *
- *   bench_kernels [--kernel NAME] [--isa NAME] [--threads N] [--quick]
+ *   bench_kernels [--kernel NAME] [--isa NAME] [--threads N] [--shape TEXT] [--quick]
  *
  * Our timings and the baseline's are interleaved repetition by repetition,
  * so that noise from other processes hits both alike. Numbers are reported,
@@ -44,42 +45,55 @@ typedef struct bench_ctx {
     tg_pool *pool[3];            /* pool[n] has n threads (1, 2) */
     int max_threads;
     int quick;
+    const char *only_shape;      /* --shape: substring of the shape column */
     double budget_s;             /* target time per measurement (ours + baseline) */
 } bench_ctx;
 
-/* Median µs per call of `f` and (if given) of `g`, interleaved: each
- * repetition times a batch of calls of f, then of g. */
-static void bench_pair(const bench_ctx *bc, bench_call f, void *fctx, bench_call g, void *gctx,
-                       double *f_us, double *g_us) {
-    enum { REPS_MAX = 41 };
-    long i = 0;
-    /* warm up and size the batch: ~1/REPS of the budget per repetition */
+/* What one measurement gives: median µs per call of ours and of the
+ * baseline, and the median of the per-repetition ratios base/ours (each
+ * ratio from two back-to-back batches, so a burst of load from elsewhere
+ * skews one pair, not the result). */
+typedef struct bench_result {
+    double us, base_us, speedup; /* base_us, speedup < 0: no baseline */
+} bench_result;
+
+/* Times f and (if given) g, interleaved: each repetition times a batch of
+ * calls of f, then a batch of g. */
+static bench_result bench_pair(const bench_ctx *bc, bench_call f, void *fctx, bench_call g,
+                               void *gctx) {
+    enum { REPS_MAX = 64 };
+    long fi = 0, gi = 0;
+    /* warm up and size the batch: ~1/reps of the budget per repetition */
     double t0 = now_s();
-    f(fctx, i++);
-    if (g) g(gctx, 0);
+    f(fctx, fi++);
+    if (g) g(gctx, gi++);
     double one = now_s() - t0;
-    int reps = bc->quick ? 5 : 15;
+    int reps = bc->quick ? 9 : 31;
     long batch = (long)(bc->budget_s / reps / (one > 1e-9 ? one : 1e-9));
     if (batch < 1) batch = 1;
     if (batch > 100000) batch = 100000;
-    double ft[REPS_MAX], gt[REPS_MAX];
-    long gi = 1;
+    double ft[REPS_MAX], gt[REPS_MAX], ratio[REPS_MAX];
     for (int r = 0; r < reps; r++) {
         double a = now_s();
-        for (long k = 0; k < batch; k++) f(fctx, i++);
+        for (long k = 0; k < batch; k++) f(fctx, fi++);
         ft[r] = (now_s() - a) / (double)batch;
         if (g) {
             a = now_s();
             for (long k = 0; k < batch; k++) g(gctx, gi++);
             gt[r] = (now_s() - a) / (double)batch;
+            ratio[r] = gt[r] / ft[r];
         }
     }
+    bench_result res = {-1, -1, -1};
     qsort(ft, (size_t)reps, sizeof ft[0], cmp_double);
-    *f_us = 1e6 * ft[reps / 2];
+    res.us = 1e6 * ft[reps / 2];
     if (g) {
         qsort(gt, (size_t)reps, sizeof gt[0], cmp_double);
-        *g_us = 1e6 * gt[reps / 2];
+        qsort(ratio, (size_t)reps, sizeof ratio[0], cmp_double);
+        res.base_us = 1e6 * gt[reps / 2];
+        res.speedup = ratio[reps / 2];
     }
+    return res;
 }
 
 /* ---- the table ---------------------------------------------------------------- */
@@ -90,14 +104,13 @@ static void bench_header(void) {
 }
 
 /* One line: flops and bytes are per call (bytes: what must move from memory
- * at least once — weights, inputs, outputs). base_us <= 0: no baseline. */
+ * at least once — weights, inputs, outputs). */
 static void bench_row(const char *kernel, const char *isa, const char *shape, const char *mem,
-                      int threads, double us, double flops, double bytes, const char *base,
-                      double base_us) {
-    printf("%-8s %-7s %-26s %-5s %3d %10.2f %8.2f %8.2f  ", kernel, isa, shape, mem, threads, us,
-           flops / us * 1e-3, bytes / us * 1e-3);
-    if (base_us > 0)
-        printf("%-9s %10.2f %6.2fx\n", base, base_us, base_us / us);
+                      int threads, bench_result r, double flops, double bytes, const char *base) {
+    printf("%-8s %-7s %-26s %-5s %3d %10.2f %8.2f %8.2f  ", kernel, isa, shape, mem, threads, r.us,
+           flops / r.us * 1e-3, bytes / r.us * 1e-3);
+    if (r.base_us > 0)
+        printf("%-9s %10.2f %6.2fx\n", base, r.base_us, r.speedup);
     else
         printf("%-9s %10s %7s\n", "-", "-", "-");
     fflush(stdout);
@@ -122,7 +135,9 @@ static void mm_ours(void *p, long i) {
 #ifdef TG_HAVE_OPENBLAS
 static void mm_blas(void *p, long i) {
     mm_bench *m = p;
-    const float *w = m->w[i % m->n_w];
+    /* half a rotation away from ours: each side reads copies the other
+     * has not touched for n_w/2 calls, so neither finds them in the L3 */
+    const float *w = m->w[(i + m->n_w / 2) % m->n_w];
     if (m->T == 1)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, m->out, m->in, 1.0f, w, m->in, m->x, 1, 0.0f,
                     m->y, 1);
@@ -164,14 +179,15 @@ static void bench_matmul(bench_ctx *bc) {
                 if (!cold && T == 1 && nw * sizeof(float) > 4e6) continue;
                 int n_w = cold ? (int)ceil(dram_bytes / (double)(nw * sizeof(float))) : 1;
                 if (n_w < 2 && cold) n_w = 2;
+                char shape[64];
+                snprintf(shape, sizeof shape, "%s %d>%d T=%d", shapes[s].what, in, out, T);
+                if (bc->only_shape && !strstr(shape, bc->only_shape)) continue;
                 mm_bench m = {.T = T, .in = in, .out = out, .n_w = n_w};
                 m.x = bench_alloc((size_t)T * in);
                 m.y = bench_alloc((size_t)T * out);
                 m.w = malloc(sizeof *m.w * (size_t)n_w);
                 if (!m.w) exit(1);
                 for (int c = 0; c < n_w; c++) m.w[c] = bench_alloc(nw);
-                char shape[64];
-                snprintf(shape, sizeof shape, "%s %d>%d T=%d", shapes[s].what, in, out, T);
                 double flops = 2.0 * T * (double)in * out;
                 double bytes = 4.0 * ((double)nw + (double)T * in + (double)T * out);
                 for (int th = 1; th <= bc->max_threads; th++) {
@@ -183,14 +199,13 @@ static void bench_matmul(bench_ctx *bc) {
                         m.e = &bc->eng[e];
                         /* the scalar reference at ~2 GFLOP/s: only where it is quick */
                         if (m.e->isa == TG_ISA_SCALAR && flops > 2e8) continue;
-                        double us = 0, base_us = -1;
 #ifdef TG_HAVE_OPENBLAS
-                        bench_pair(bc, mm_ours, &m, mm_blas, &m, &us, &base_us);
+                        bench_result r = bench_pair(bc, mm_ours, &m, mm_blas, &m);
 #else
-                        bench_pair(bc, mm_ours, &m, NULL, NULL, &us, &base_us);
+                        bench_result r = bench_pair(bc, mm_ours, &m, NULL, NULL);
 #endif
                         bench_row("matmul", tg_isa_name(m.e->isa), shape, cold ? "dram" : "hot",
-                                  th, us, flops, bytes, T == 1 ? "sgemv" : "sgemm", base_us);
+                                  th, r, flops, bytes, T == 1 ? "sgemv" : "sgemm");
                     }
                 }
                 for (int c = 0; c < n_w; c++) free(m.w[c]);
@@ -212,7 +227,7 @@ static const struct {
 };
 
 static int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--kernel NAME] [--isa NAME] [--threads 1|2] [--quick]\n", argv0);
+    fprintf(stderr, "usage: %s [--kernel NAME] [--isa NAME] [--threads 1|2] [--shape TEXT] [--quick]\n", argv0);
     return 2;
 }
 
@@ -222,6 +237,7 @@ int main(int argc, char **argv) {
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--kernel") && a + 1 < argc) only_kernel = argv[++a];
         else if (!strcmp(argv[a], "--isa") && a + 1 < argc) only_isa = argv[++a];
+        else if (!strcmp(argv[a], "--shape") && a + 1 < argc) bc.only_shape = argv[++a];
         else if (!strcmp(argv[a], "--threads") && a + 1 < argc) {
             bc.max_threads = atoi(argv[++a]);
             if (bc.max_threads < 1 || bc.max_threads > 2) return usage(argv[0]);

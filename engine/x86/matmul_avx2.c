@@ -6,6 +6,8 @@
 typedef __m256 vec;
 typedef __m256i vmask;
 #define LANES 8
+/* GEMV: 4 rows (8 accumulators + 2 x: 8 rows would not fit 16 ymm) */
+#define GEMV_ROWS 4
 #define MR 6
 static inline vec vzero(void) { return _mm256_setzero_ps(); }
 static inline vec vload(const float *p) { return _mm256_loadu_ps(p); }

@@ -6,6 +6,8 @@
 typedef __m512 vec;
 typedef __mmask16 vmask;
 #define LANES 16
+/* GEMV: 8 rows in flight stream from DRAM faster than 4 (bench/README.md) */
+#define GEMV_ROWS 8
 #define MR 8
 static inline vec vzero(void) { return _mm512_setzero_ps(); }
 static inline vec vload(const float *p) { return _mm512_loadu_ps(p); }

@@ -9,6 +9,7 @@
  *   vload_m(p,m) vstore_m(p,v,m)   masked (no access to masked-off lanes)
  *   hsum(v)                 horizontal sum in a fixed order
  *   MR                      token rows per GEMM micro-tile (NR = 2·LANES columns)
+ *   GEMV_ROWS               weight rows per GEMV step (2·GEMV_ROWS accumulators)
  *   FN(name)                name##_isa
  *
  * Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b, columns o0..o1-1 only.
@@ -33,9 +34,10 @@
 #define NR (2 * LANES)
 #define KC 256 /* k depth of a packed block: a W panel is KC·NR floats (L1) */
 #define MC 128 /* token rows per packed X block: MC·KC floats (L2) */
-#define GEMV_ROWS 4
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+/* unroll the row loops early, so the accumulator arrays become registers */
+#define UNROLL _Pragma("GCC unroll 16")
 
 /* ---- GEMV: y[OUT] = W[OUT,IN] · x[IN] + b ------------------------------------ */
 
@@ -45,10 +47,12 @@
 ALWAYS_INLINE void gemv_rows(int R, float *y, const float *x, const float *w, size_t ldw,
                              const float *b, int in) {
     vec a0[GEMV_ROWS], a1[GEMV_ROWS];
+    UNROLL
     for (int r = 0; r < R; r++) a0[r] = a1[r] = vzero();
     int i = 0;
     for (; i + 2 * LANES <= in; i += 2 * LANES) {
         vec x0 = vload(x + i), x1 = vload(x + i + LANES);
+        UNROLL
         for (int r = 0; r < R; r++) {
             a0[r] = vfma(vload(w + r * ldw + i), x0, a0[r]);
             a1[r] = vfma(vload(w + r * ldw + i + LANES), x1, a1[r]);
@@ -56,14 +60,17 @@ ALWAYS_INLINE void gemv_rows(int R, float *y, const float *x, const float *w, si
     }
     if (i + LANES <= in) {
         vec x0 = vload(x + i);
+        UNROLL
         for (int r = 0; r < R; r++) a0[r] = vfma(vload(w + r * ldw + i), x0, a0[r]);
         i += LANES;
     }
     if (i < in) { /* tail: 1..LANES-1 floats */
         vmask m = vmask_n(in - i);
         vec x0 = vload_m(x + i, m);
+        UNROLL
         for (int r = 0; r < R; r++) a1[r] = vfma(vload_m(w + r * ldw + i, m), x0, a1[r]);
     }
+    UNROLL
     for (int r = 0; r < R; r++) {
         float s = hsum(vadd(a0[r], a1[r]));
         y[r] = b ? s + b[r] : s;
@@ -154,13 +161,16 @@ ALWAYS_INLINE void ukernel(int mr, const float *xp, const float *wp, int kc, flo
     vmask m0 = vmask_n(nr < LANES ? nr : LANES), m1 = vmask_n(nr > LANES ? nr - LANES : 0);
     int full = nr == NR;
     if (first) {
+        UNROLL
         for (int r = 0; r < mr; r++) c0[r] = c1[r] = vzero();
     } else if (full) {
+        UNROLL
         for (int r = 0; r < mr; r++) {
             c0[r] = vload(y + r * ldy);
             c1[r] = vload(y + r * ldy + LANES);
         }
     } else {
+        UNROLL
         for (int r = 0; r < mr; r++) {
             c0[r] = vload_m(y + r * ldy, m0);
             c1[r] = vload_m(y + r * ldy + LANES, m1);
@@ -168,6 +178,7 @@ ALWAYS_INLINE void ukernel(int mr, const float *xp, const float *wp, int kc, flo
     }
     for (int k = 0; k < kc; k++, xp += MR, wp += NR) {
         vec w0 = vload(wp), w1 = vload(wp + LANES);
+        UNROLL
         for (int r = 0; r < mr; r++) {
             vec xb = vbcast(xp + r);
             c0[r] = vfma(xb, w0, c0[r]);
@@ -177,17 +188,20 @@ ALWAYS_INLINE void ukernel(int mr, const float *xp, const float *wp, int kc, flo
     if (b) {
         vec b0 = full ? vload(b) : vload_m(b, m0);
         vec b1 = full ? vload(b + LANES) : vload_m(b + LANES, m1);
+        UNROLL
         for (int r = 0; r < mr; r++) {
             c0[r] = vadd(c0[r], b0);
             c1[r] = vadd(c1[r], b1);
         }
     }
     if (full) {
+        UNROLL
         for (int r = 0; r < mr; r++) {
             vstore(y + r * ldy, c0[r]);
             vstore(y + r * ldy + LANES, c1[r]);
         }
     } else {
+        UNROLL
         for (int r = 0; r < mr; r++) {
             vstore_m(y + r * ldy, c0[r], m0);
             vstore_m(y + r * ldy + LANES, c1[r], m1);
