@@ -4,7 +4,9 @@
 #include "engine/roofline.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,13 +35,42 @@ double tg_fma_probe_ref(long iters, float m, float c, float x0, int *lanes) {
     return sum;
 }
 
-size_t tg_dram_probe_bytes(void) {
-    long llc = 0;
+/* Reads a sysfs cache attribute ("3", "32768K", "1M"); -1 if absent. */
+static long read_cache_attr(int index, const char *name) {
+    char path[96], buf[32];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long v = -1;
+    if (fgets(buf, sizeof buf, f)) {
+        char *end;
+        v = strtol(buf, &end, 10);
+        if (*end == 'K') v <<= 10;
+        else if (*end == 'M') v <<= 20;
+        else if (*end == 'G') v <<= 30;
+    }
+    fclose(f);
+    return v;
+}
+
+/* sysfs first: under some hypervisors cpuid (which sysconf reads) reports
+ * the host's cache, not the guest's. */
+size_t tg_llc_bytes(void) {
+    long best_level = 0, size = 0;
+    for (int i = 0; i < 16; i++) {
+        long level = read_cache_attr(i, "level"), sz = read_cache_attr(i, "size");
+        if (level < 0 || sz <= 0) continue;
+        if (level > best_level) best_level = level, size = sz;
+    }
 #ifdef _SC_LEVEL3_CACHE_SIZE
-    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (size <= 0) size = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (size <= 0) size = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    size_t bytes = llc > 0 ? (size_t)llc * 8 : 0;
+    return size > 0 ? (size_t)size : 0;
+}
+
+size_t tg_dram_probe_bytes(void) {
+    size_t bytes = tg_llc_bytes() * 8;
     if (bytes < 256 * MIB) bytes = 256 * MIB;
     if (bytes > 1024 * MIB) bytes = 1024 * MIB;
     return bytes;
@@ -177,4 +208,41 @@ double tg_roofline_time(const tg_roofline *r, double flops, double bytes) {
     if (!r || r->peak_gflops <= 0 || r->dram_gbs <= 0) return 0;
     double tc = flops / (r->peak_gflops * 1e9), tm = bytes / (r->dram_gbs * 1e9);
     return tc > tm ? tc : tm;
+}
+
+/* ---- tick clock ---------------------------------------------------------- */
+
+static uint64_t ticks_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
+static tg_tick_fn tick_fn;
+static double tick_ns;
+
+/* Calibrates the counter against CLOCK_MONOTONIC over 10 ms (only the two
+ * end points matter, so being descheduled in between does no harm). */
+static void tick_init(void) {
+    tick_fn = ticks_clock;
+    tick_ns = 1.0;
+    tg_tick_fn fn = tg_tick_source_arch();
+    if (!fn) return;
+    uint64_t c0 = ticks_clock(), k0 = fn(), c1, k1;
+    do {
+        c1 = ticks_clock();
+        k1 = fn();
+    } while (c1 - c0 < 10000000u);
+    double r = (double)(c1 - c0) / (double)(k1 - k0);
+    if (k1 > k0 && isfinite(r) && r > 1e-4 && r < 1e3) {
+        tick_fn = fn;
+        tick_ns = r;
+    }
+}
+
+tg_tick_fn tg_tick_source(double *ns_per_tick) {
+    pthread_once(&tick_once, tick_init);
+    *ns_per_tick = tick_ns;
+    return tick_fn;
 }

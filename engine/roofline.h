@@ -13,6 +13,7 @@
 #define TINYGPT_ROOFLINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/engine.h"
 
@@ -41,6 +42,10 @@ tg_status tg_roofline_measure(tg_roofline *r, tg_pool *pool, int nth, tg_isa isa
  * `bytes` bytes: max(flops / peak, bytes / bandwidth), in seconds. */
 double tg_roofline_time(const tg_roofline *r, double flops, double bytes);
 
+/* The last-level cache size in bytes (0 if unknown): a working set below
+ * it is served from cache, faster than the DRAM roofline. */
+size_t tg_llc_bytes(void);
+
 /* Default DRAM probe size: 8x the last-level cache, at least 256 MiB, at
  * most 1 GiB. */
 size_t tg_dram_probe_bytes(void);
@@ -64,5 +69,19 @@ double tg_fma_probe_neon(long iters, float m, float c, float x0, int *lanes);
 /* The FMA probe kernel for `isa` on this architecture (the C reference if
  * the architecture has none for it). Defined per architecture. */
 tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa);
+
+/* ---- a cheap clock for timing many short ops ------------------------------
+ *
+ * The profiler reads the clock twice per op, and attention ops can last a
+ * fraction of a microsecond, so the read must cost far less than
+ * clock_gettime on a VM. tg_tick_source returns a monotonic tick counter
+ * and its period, calibrated once against CLOCK_MONOTONIC: the invariant
+ * TSC on x86-64, else clock_gettime itself (1 tick = 1 ns). */
+typedef uint64_t (*tg_tick_fn)(void);
+tg_tick_fn tg_tick_source(double *ns_per_tick);
+
+/* The architecture's counter if it is usable (x86-64: invariant TSC), or
+ * NULL. Defined per architecture. */
+tg_tick_fn tg_tick_source_arch(void);
 
 #endif

@@ -2,9 +2,10 @@
  * profiler.h for what is measured and how time is attributed). */
 #include "model/profiler.h"
 
+#include "engine/roofline.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { MAX_DEPTH = 16 };
 
@@ -45,7 +46,9 @@ struct tg_profiler {
     int n_threads;
     tg_pool *pool;
     tg_probe probe;
-    struct timespec epoch;
+    tg_tick_fn tick;         /* the clock: ticks, tick_ns ns each, from tick0 */
+    double tick_ns;
+    uint64_t tick0;
     thread_slot *slots;      /* [n_threads] */
 
     /* cells[ph][op][layer + 1][head + 1] */
@@ -83,14 +86,12 @@ const char *tg_phase_name(tg_phase ph) {
     return ph == TG_PHASE_PREFILL ? "prefill" : ph == TG_PHASE_DECODE ? "decode" : "unknown";
 }
 
-static uint64_t since(const struct timespec *e) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)(ts.tv_sec - e->tv_sec) * 1000000000u + (uint64_t)ts.tv_nsec -
-           (uint64_t)e->tv_nsec;
+/* ns since the profiler's epoch */
+static inline uint64_t now_ns(const tg_profiler *p) {
+    return (uint64_t)((double)(p->tick() - p->tick0) * p->tick_ns);
 }
 
-uint64_t tg_profiler_now(const tg_profiler *p) { return since(&p->epoch); }
+uint64_t tg_profiler_now(const tg_profiler *p) { return now_ns(p); }
 
 /* ---- recording (worker threads) --------------------------------------------- */
 
@@ -116,14 +117,14 @@ static void on_begin(void *user, tg_op op, int layer, int head, int ith) {
         s->bad = 1;
         return;
     }
-    s->stack[s->depth++] = (open_op){since(&p->epoch), (int16_t)op, (int16_t)layer, (int16_t)head};
+    s->stack[s->depth++] = (open_op){now_ns(p), (int16_t)op, (int16_t)layer, (int16_t)head};
 }
 
 static void on_end(void *user, tg_op op, int layer, int head, int ith) {
     tg_profiler *p = user;
     if (ith < 0 || ith >= p->n_threads) return;
     thread_slot *s = &p->slots[ith];
-    uint64_t t1 = since(&p->epoch);
+    uint64_t t1 = now_ns(p);
     if (s->depth == 0 || s->stack[s->depth - 1].op != (int)op ||
         s->stack[s->depth - 1].layer != layer || s->stack[s->depth - 1].head != head) {
         s->bad = 1;
@@ -172,7 +173,8 @@ tg_status tg_profiler_create(tg_profiler **out, const tg_gpt2_config *cfg, int n
     }
     memset(p->slots, 0, (size_t)n_threads * sizeof *p->slots);
     p->probe = (tg_probe){p, on_begin, on_end, NULL};
-    clock_gettime(CLOCK_MONOTONIC, &p->epoch);
+    p->tick = tg_tick_source(&p->tick_ns);
+    p->tick0 = p->tick();
     *out = p;
     return TG_OK;
 }
@@ -380,7 +382,7 @@ static void count_calls(tg_profiler *p, int ph) {
 void tg_profiler_step_begin(tg_profiler *p) {
     for (int i = 0; i < p->n_threads; i++) p->slots[i].mark = p->slots[i].n;
     p->wait0 = tg_pool_wait_ns(p->pool);
-    p->step_t0 = since(&p->epoch);
+    p->step_t0 = now_ns(p);
 }
 
 static void keep_events(tg_profiler *p, int ph, uint64_t t0, uint64_t t1, int T, int pos,
@@ -421,7 +423,7 @@ static void keep_events(tg_profiler *p, int ph, uint64_t t0, uint64_t t1, int T,
 
 tg_status tg_profiler_step_end(tg_profiler *p, tg_phase ph, int T, int pos, int n_logits,
                                int sampled, tg_err *err) {
-    uint64_t t1 = since(&p->epoch);
+    uint64_t t1 = now_ns(p);
     if ((unsigned)ph >= TG_PHASE_COUNT || T < 1 || pos < 0 || n_logits < 0)
         return tg_fail(err, TG_ERR_ARG, "profiler: bad step (phase %d, T %d, pos %d)", (int)ph,
                        T, pos);

@@ -10,5 +10,3 @@
     }
 
 PENDING(cmd_tokenize, "tokenize", 4)
-PENDING(cmd_bench, "bench", 6)
-PENDING(cmd_profile, "profile", 6)

@@ -4,3 +4,7 @@
 tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa) {
     return isa == TG_ISA_NEON ? tg_fma_probe_neon : tg_fma_probe_ref;
 }
+
+/* CNTVCT often ticks at only 24-50 MHz: clock_gettime (which reads it with
+ * the kernel's scaling) is as cheap and finer. */
+tg_tick_fn tg_tick_source_arch(void) { return NULL; }

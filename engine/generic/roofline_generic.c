@@ -5,3 +5,5 @@ tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa) {
     (void)isa;
     return tg_fma_probe_ref;
 }
+
+tg_tick_fn tg_tick_source_arch(void) { return NULL; }

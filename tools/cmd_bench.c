@@ -1,0 +1,272 @@
+/* cmd_bench.c — `tinygpt bench`: prompt processing and text generation
+ * throughput, llama-bench style. One row per (threads, test): ppN is one
+ * prefill of N tokens, tgN is N decode steps from an empty cache (no
+ * sampling); tok/s is the mean ± sample standard deviation over the
+ * repetitions, after one warm-up run. Each row also gives the achieved
+ * GFLOP/s and GB/s (weights + KV cache read, model/opcount.h) and their
+ * fraction of this machine's roofline, measured in the same run at that
+ * thread count (--no-roofline skips the probes). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/roofline.h"
+#include "model/gpt.h"
+#include "model/opcount.h"
+#include "tools/cli.h"
+#include "tools/perf.h"
+
+#define CMD "bench"
+enum { MAX_LIST = 16, MAX_REPS = 1000 };
+
+typedef struct bench_args {
+    const char *model, *isa;
+    long threads[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST];
+    int n_threads, n_pp, n_tg;
+    long reps;
+    int json, roofline;
+    double probe_seconds;
+} bench_args;
+
+static void usage_text(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt bench [-m MODEL] [-t 1,2] [-p 128,512] [-n 128] [-r 5] [--isa ISA]\n"
+            "                     [--json] [--no-roofline] [--probe-seconds S]\n"
+            "\n"
+            "  -t LIST   thread counts (default 1)\n"
+            "  -p LIST   prompt lengths: one prefill of N tokens per run (default 128; 0 skips)\n"
+            "  -n LIST   generation lengths: N decode steps per run (default 128; 0 skips)\n"
+            "  -r N      repetitions after one warm-up run (default 5)\n"
+            "Rows: tok/s mean ± sd; GFLOP/s and GB/s (weights + KV cache read) achieved;\n"
+            "'roof' = the roofline bound max(flops/peak, bytes/bandwidth) over the time,\n"
+            "with peak and bandwidth measured first at each thread count.\n");
+}
+
+/* A list flag where 0 alone means "none". */
+static int parse_list(const char *flag, const char *v, long lo, long hi, long *out, int *n) {
+    if (!strcmp(v, "0")) {
+        *n = 0;
+        return 0;
+    }
+    *n = cli_int_list(CMD, flag, v, lo, hi, out, MAX_LIST);
+    return *n < 0 ? -1 : 0;
+}
+
+static int parse_args(int argc, char **argv, bench_args *a) {
+    *a = (bench_args){.threads = {1}, .n_threads = 1, .pp = {128}, .n_pp = 1, .tg = {128},
+                      .n_tg = 1, .reps = 5, .roofline = 1, .probe_seconds = 1.0};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            usage_text(stdout);
+            return -2;
+        } else if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
+            if (!(a->model = cli_value(CMD, argc, argv, &i))) return -1;
+        } else if (!strcmp(f, "--isa")) {
+            if (!(a->isa = cli_value(CMD, argc, argv, &i))) return -1;
+        } else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
+            if (!(v = cli_value(CMD, argc, argv, &i))) return -1;
+            if ((a->n_threads = cli_int_list(CMD, f, v, 1, 256, a->threads, MAX_LIST)) < 0)
+                return -1;
+        } else if (!strcmp(f, "-p") || !strcmp(f, "--n-prompt")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) ||
+                parse_list(f, v, 1, 1 << 20, a->pp, &a->n_pp))
+                return -1;
+        } else if (!strcmp(f, "-n") || !strcmp(f, "--n-gen")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) ||
+                parse_list(f, v, 1, 1 << 20, a->tg, &a->n_tg))
+                return -1;
+        } else if (!strcmp(f, "-r") || !strcmp(f, "--repetitions")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 1, MAX_REPS, &a->reps))
+                return -1;
+        } else if (!strcmp(f, "--probe-seconds")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) ||
+                cli_float(CMD, f, v, 0.01, 60, &a->probe_seconds))
+                return -1;
+        } else if (!strcmp(f, "--json")) {
+            a->json = 1;
+        } else if (!strcmp(f, "--no-roofline")) {
+            a->roofline = 0;
+        } else {
+            return cli_usage(CMD, "unknown option '%s' (see tinygpt bench --help)", f), -1;
+        }
+    }
+    if (!a->n_pp && !a->n_tg) return cli_usage(CMD, "nothing to run: -p 0 and -n 0"), -1;
+    return 0;
+}
+
+typedef struct bench_row {
+    int threads, is_pp, n;
+    double ms[MAX_REPS];
+    int reps;
+    double tok_s, tok_s_sd, gflops, gbs, roof_frac; /* roof_frac < 0: not measured */
+    tg_opcost cost;  /* of one run */
+} bench_row;
+
+/* One run: a prefill of n tokens, or n decode steps, from an empty cache. */
+static tg_status run_once(tg_gpt *g, const bench_row *r, const int *tokens, float *logits,
+                          tg_err *err) {
+    if (r->is_pp) return tg_gpt_forward(g, tokens, r->n, 0, logits, 0, err);
+    for (int i = 0; i < r->n; i++) {
+        tg_status s = tg_gpt_forward(g, tokens + i, 1, i, logits, 0, err);
+        if (s) return s;
+    }
+    return TG_OK;
+}
+
+static tg_opcost run_cost(const tg_gpt2_config *c, const bench_row *r) {
+    if (r->is_pp) return tg_opcost_forward(c, r->n, 0, 1);
+    tg_opcost sum = {0};
+    for (int i = 0; i < r->n; i++) sum = tg_opcost_add(sum, tg_opcost_forward(c, 1, i, 1));
+    return sum;
+}
+
+static int bench_row_run(tg_gpt *g, bench_row *r, const tg_roofline *roof, const int *tokens,
+                         float *logits, int reps) {
+    tg_err err;
+    const tg_gpt2_config *c = tg_gpt_config(g);
+    if (run_once(g, r, tokens, logits, &err)) return cli_error(CMD, "%s", err.msg); /* warm-up */
+    double tok_s[MAX_REPS];
+    for (int i = 0; i < reps; i++) {
+        double t0 = perf_now();
+        if (run_once(g, r, tokens, logits, &err)) return cli_error(CMD, "%s", err.msg);
+        double dt = perf_now() - t0;
+        r->ms[i] = dt * 1e3;
+        tok_s[i] = dt > 0 ? r->n / dt : 0;
+    }
+    r->reps = reps;
+    perf_mean_sd(tok_s, reps, &r->tok_s, &r->tok_s_sd);
+    double mean_s, sd_s;
+    perf_mean_sd(r->ms, reps, &mean_s, &sd_s);
+    mean_s *= 1e-3;
+    r->cost = run_cost(c, r);
+    /* The bytes of the roofline are what comes from memory: weights and KV
+     * cache (activations stay in cache). */
+    double bytes = r->cost.weight_bytes + r->cost.kv_bytes;
+    r->gflops = mean_s > 0 ? r->cost.flops / mean_s * 1e-9 : 0;
+    r->gbs = mean_s > 0 ? bytes / mean_s * 1e-9 : 0;
+    r->roof_frac = roof && mean_s > 0 ? tg_roofline_time(roof, r->cost.flops, bytes) / mean_s : -1;
+    return EXIT_OK;
+}
+
+static void print_row(const bench_row *r) {
+    char test[32], ts[48], roof[16];
+    snprintf(test, sizeof test, "%s%d", r->is_pp ? "pp" : "tg", r->n);
+    snprintf(ts, sizeof ts, "%.2f ± %.2f", r->tok_s, r->tok_s_sd);
+    if (r->roof_frac >= 0) snprintf(roof, sizeof roof, "%.1f%%", 100 * r->roof_frac);
+    else snprintf(roof, sizeof roof, "-");
+    printf("| %7d | %6s | %20s | %8.2f | %7.2f | %6s |\n", r->threads, test, ts, r->gflops, r->gbs,
+           roof);
+    fflush(stdout);
+}
+
+static void print_json_row(const bench_row *r, int first) {
+    printf("%s\n    {\"threads\": %d, \"test\": \"%s%d\", \"n_tokens\": %d, \"reps\": %d, "
+           "\"tok_s\": %.6g, \"tok_s_sd\": %.6g, \"gflops\": %.6g, \"gbs\": %.6g, "
+           "\"flops_per_run\": %.17g, \"bytes_per_run\": %.17g, \"roofline_frac\": ",
+           first ? "" : ",", r->threads, r->is_pp ? "pp" : "tg", r->n, r->n, r->reps, r->tok_s,
+           r->tok_s_sd, r->gflops, r->gbs, r->cost.flops, r->cost.weight_bytes + r->cost.kv_bytes);
+    if (r->roof_frac >= 0) printf("%.6g", r->roof_frac);
+    else printf("null");
+    printf(", \"ms\": [");
+    for (int i = 0; i < r->reps; i++) printf("%s%.6f", i ? ", " : "", r->ms[i]);
+    printf("]}");
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == -2) return EXIT_OK;
+    if (rc) return EXIT_USAGE;
+    tg_err err;
+    tg_isa isa;
+    if (tg_isa_select(a.isa, &isa, &err)) return cli_usage(CMD, "%s", err.msg);
+    tg_gpt2_model m;
+    if ((rc = perf_load(CMD, a.model, &m))) return rc;
+    const tg_gpt2_config *c = &m.cfg;
+    long max_n = 1;
+    for (int i = 0; i < a.n_pp; i++) max_n = a.pp[i] > max_n ? a.pp[i] : max_n;
+    for (int i = 0; i < a.n_tg; i++) max_n = a.tg[i] > max_n ? a.tg[i] : max_n;
+    if (max_n > c->n_ctx) {
+        tg_gpt2_free(&m);
+        return cli_usage(CMD, "%ld tokens do not fit the model's %d-position context", max_n,
+                         c->n_ctx);
+    }
+    int *tokens = malloc((size_t)max_n * sizeof *tokens);
+    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+    if (!tokens || !logits) {
+        rc = cli_error(CMD, "out of memory");
+        goto done;
+    }
+    perf_tokens(tokens, (int)max_n, c->n_vocab, 1);
+    bench_row *rows = calloc((size_t)a.n_threads * (a.n_pp + a.n_tg), sizeof *rows);
+    tg_roofline *roofs = calloc((size_t)a.n_threads, sizeof *roofs);
+    int n_rows = 0;
+    if (!rows || !roofs) {
+        free(rows);
+        free(roofs);
+        rc = cli_error(CMD, "out of memory");
+        goto done;
+    }
+    /* The machine first, at every thread count, before the model's pages
+     * are hot (the probes use their own buffers). */
+    for (int ti = 0; ti < a.n_threads && a.roofline && rc == EXIT_OK; ti++)
+        rc = perf_roofline(CMD, isa, (int)a.threads[ti], a.probe_seconds, &roofs[ti]);
+    if (rc == EXIT_OK && !a.json) {
+        const tg_gpt2_config *cf = &m.cfg;
+        size_t params = tg_gpt2_n_params(cf, m.w.tied);
+        printf("model: %s (L=%d H=%d E=%d F=%d V=%d C=%d, %.2f M params, %.1f MiB f32), %s\n",
+               m.path ? m.path : "model", cf->n_layer, cf->n_head, cf->n_embd, cf->n_ff,
+               cf->n_vocab, cf->n_ctx, params * 1e-6, params * 4.0 / (1 << 20), tg_isa_name(isa));
+        for (int ti = 0; ti < a.n_threads && a.roofline; ti++)
+            printf("roofline, %ld thread%s: DRAM read %.1f GB/s, FMA peak %.1f GFLOP/s\n",
+                   a.threads[ti], a.threads[ti] == 1 ? "" : "s", roofs[ti].dram_gbs,
+                   roofs[ti].peak_gflops);
+        char note[256];
+        if (a.roofline && perf_cache_note(&m, note, sizeof note)) printf("%s\n", note);
+        printf("\n| threads |   test |                  t/s |  GFLOP/s |    GB/s |   roof |\n");
+        printf("| ------: | -----: | -------------------: | -------: | ------: | -----: |\n");
+    }
+    for (int ti = 0; ti < a.n_threads && rc == EXIT_OK; ti++) {
+        int nth = (int)a.threads[ti];
+        tg_gpt_opts opts = {.n_threads = nth, .isa = tg_isa_name(isa), .n_ctx = (int)max_n};
+        tg_gpt *g;
+        if (tg_gpt_create(&g, &m, &opts, &err)) {
+            rc = cli_error(CMD, "%s", err.msg);
+            break;
+        }
+        const tg_roofline *roof = a.roofline ? &roofs[ti] : NULL;
+        for (int k = 0; k < a.n_pp + a.n_tg && rc == EXIT_OK; k++) {
+            bench_row *r = &rows[n_rows];
+            r->threads = nth;
+            r->is_pp = k < a.n_pp;
+            r->n = (int)(r->is_pp ? a.pp[k] : a.tg[k - a.n_pp]);
+            if ((rc = bench_row_run(g, r, roof, tokens, logits, (int)a.reps))) break;
+            n_rows++;
+            if (!a.json) print_row(r);
+        }
+        tg_gpt_free(g);
+    }
+    if (rc == EXIT_OK && a.json) {
+        printf("{\n  \"model\": ");
+        perf_json_str(stdout, m.path ? m.path : "model");
+        printf(",\n  \"config\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, "
+               "\"n_ff\": %d, \"n_vocab\": %d, \"n_ctx\": %d},\n  \"isa\": \"%s\",\n"
+               "  \"machine\": [",
+               c->n_layer, c->n_head, c->n_embd, c->n_ff, c->n_vocab, c->n_ctx, tg_isa_name(isa));
+        for (int ti = 0; ti < a.n_threads && a.roofline; ti++)
+            printf("%s\n    {\"threads\": %ld, \"dram_gbs\": %.6g, \"peak_gflops\": %.6g}",
+                   ti ? "," : "", a.threads[ti], roofs[ti].dram_gbs, roofs[ti].peak_gflops);
+        printf("\n  ],\n  \"rows\": [");
+        for (int i = 0; i < n_rows; i++) print_json_row(&rows[i], i == 0);
+        printf("\n  ]\n}\n");
+    }
+    free(rows);
+    free(roofs);
+    if (rc == EXIT_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        rc = cli_error(CMD, "cannot write to stdout");
+done:
+    free(tokens);
+    free(logits);
+    tg_gpt2_free(&m);
+    return rc;
+}

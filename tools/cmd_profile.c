@@ -1,0 +1,676 @@
+/* cmd_profile.c — `tinygpt profile`: where a forward pass spends its time.
+ *
+ * Runs a prompt (prefill) and a few generated tokens (decode) with the
+ * profiler attached (model/profiler.h) and prints, per phase, one row per
+ * op: calls, total ms, % of the phase's wall time, µs per call, GFLOP/s and
+ * GB/s from model/opcount.h, and the fraction of the machine's roofline
+ * (engine/roofline.h, measured in the same run). --per-layer and
+ * --per-head break rows down; --ctx-sweep times decode at growing context
+ * lengths to show attention's quadratic part take over; --trace writes a
+ * Chrome/Perfetto trace-event file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/roofline.h"
+#include "model/gpt.h"
+#include "model/opcount.h"
+#include "model/profiler.h"
+#include "model/sampler.h"
+#include "tools/cli.h"
+#include "tools/perf.h"
+
+#define CMD "profile"
+enum { MAX_SWEEP = 64 };
+enum { FMT_TEXT, FMT_JSON, FMT_CSV };
+
+typedef struct profile_args {
+    const char *model, *isa, *trace;
+    long prompt_tokens;  /* -1: default */
+    long gen, threads, sweep_steps, seed;
+    int per_layer, per_head, format, roofline;
+    double probe_seconds;
+    long sweep[MAX_SWEEP];
+    int n_sweep;
+} profile_args;
+
+static void usage_text(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt profile [-m MODEL] [--prompt-tokens N] [-n GEN] [-t THREADS]\n"
+            "                       [--isa ISA] [--per-layer] [--per-head] [--json | --csv]\n"
+            "                       [--trace FILE.json] [--ctx-sweep 32,64,...] [--sweep-steps N]\n"
+            "                       [--no-roofline] [--probe-seconds S] [--seed N]\n"
+            "\n"
+            "Profiles a prefill of N random prompt tokens (default 128) and GEN decode\n"
+            "steps (default 32), one row per op. Times are wall time: when threads run\n"
+            "ops at once, each instant is shared among them. '%% roof' is the roofline\n"
+            "bound max(flops/peak, bytes/bandwidth) over the measured time, with peak and\n"
+            "bandwidth measured on this machine first (--no-roofline skips it).\n"
+            "  --per-layer        rows per layer as well\n"
+            "  --per-head         attention rows per head (summed over layers)\n"
+            "  --ctx-sweep LIST   decode at each context length instead: attention's share\n"
+            "                     of the step and its µs per head\n"
+            "  --trace FILE.json  Chrome trace events (ui.perfetto.dev): one track per thread\n");
+}
+
+static int parse_args(int argc, char **argv, profile_args *a) {
+    *a = (profile_args){.prompt_tokens = -1, .gen = 32, .threads = 1, .sweep_steps = 8,
+                        .roofline = 1, .probe_seconds = 1.0};
+    int fmt_set = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            usage_text(stdout);
+            return -2;
+        } else if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
+            if (!(a->model = cli_value(CMD, argc, argv, &i))) return -1;
+        } else if (!strcmp(f, "--isa")) {
+            if (!(a->isa = cli_value(CMD, argc, argv, &i))) return -1;
+        } else if (!strcmp(f, "--trace")) {
+            if (!(a->trace = cli_value(CMD, argc, argv, &i))) return -1;
+        } else if (!strcmp(f, "--prompt-tokens")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) ||
+                cli_int(CMD, f, v, 1, 1 << 20, &a->prompt_tokens))
+                return -1;
+        } else if (!strcmp(f, "-n") || !strcmp(f, "--gen")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 0, 1 << 20, &a->gen))
+                return -1;
+        } else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 1, 256, &a->threads))
+                return -1;
+        } else if (!strcmp(f, "--sweep-steps")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) ||
+                cli_int(CMD, f, v, 1, 100000, &a->sweep_steps))
+                return -1;
+        } else if (!strcmp(f, "--seed")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 0, 1L << 62, &a->seed))
+                return -1;
+        } else if (!strcmp(f, "--probe-seconds")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) ||
+                cli_float(CMD, f, v, 0.01, 60, &a->probe_seconds))
+                return -1;
+        } else if (!strcmp(f, "--ctx-sweep")) {
+            if (!(v = cli_value(CMD, argc, argv, &i))) return -1;
+            if ((a->n_sweep = cli_int_list(CMD, f, v, 1, 1 << 20, a->sweep, MAX_SWEEP)) < 0)
+                return -1;
+        } else if (!strcmp(f, "--per-layer")) {
+            a->per_layer = 1;
+        } else if (!strcmp(f, "--per-head")) {
+            a->per_head = 1;
+        } else if (!strcmp(f, "--no-roofline")) {
+            a->roofline = 0;
+        } else if (!strcmp(f, "--json") || !strcmp(f, "--csv")) {
+            int fmt = !strcmp(f, "--json") ? FMT_JSON : FMT_CSV;
+            if (fmt_set && a->format != fmt)
+                return cli_usage(CMD, "--json and --csv are exclusive"), -1;
+            a->format = fmt;
+            fmt_set = 1;
+        } else {
+            return cli_usage(CMD, "unknown option '%s' (see tinygpt profile --help)", f), -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- one row of a table -------------------------------------------------------- */
+
+typedef struct row {
+    const char *op;
+    int layer, head;      /* TG_PROF_ALL, or the index */
+    double calls, ns, pct, flops, bytes, wbytes, kvbytes, abytes;
+    double roof_pct;      /* < 0: not measured */
+} row;
+
+static row make_row(const tg_profiler *p, tg_phase ph, tg_op op, int layer, int head,
+                    double wall_ns, const tg_roofline *roof) {
+    tg_prof_stat st = tg_profiler_stat(p, ph, op, layer, head);
+    row r = {.op = tg_op_name(op), .layer = layer, .head = head, .calls = st.calls, .ns = st.ns};
+    r.pct = wall_ns > 0 ? 100.0 * st.ns / wall_ns : 0;
+    r.flops = st.cost.flops;
+    r.bytes = tg_opcost_bytes(st.cost);
+    r.wbytes = st.cost.weight_bytes;
+    r.kvbytes = st.cost.kv_bytes;
+    r.abytes = st.cost.act_bytes;
+    r.roof_pct = roof && st.ns > 0 ? 100.0 * tg_roofline_time(roof, r.flops, r.bytes) / (st.ns * 1e-9)
+                                   : -1;
+    return r;
+}
+
+static void print_row_text(FILE *f, const char *label, const row *r) {
+    fprintf(f, "%-22s %7.0f %10.3f %7.1f%% %10.2f", label, r->calls, r->ns * 1e-6, r->pct,
+            r->calls > 0 ? r->ns * 1e-3 / r->calls : 0.0);
+    if (r->ns > 0 && r->flops > 0)
+        fprintf(f, " %9.2f", r->flops / r->ns);
+    else
+        fprintf(f, " %9s", "-");
+    if (r->ns > 0 && r->bytes > 0)
+        fprintf(f, " %8.2f", r->bytes / r->ns);
+    else
+        fprintf(f, " %8s", "-");
+    if (r->roof_pct >= 0)
+        fprintf(f, " %7.1f%%\n", r->roof_pct);
+    else
+        fprintf(f, " %8s\n", "-");
+}
+
+static void print_header_text(FILE *f) {
+    fprintf(f, "%-22s %7s %10s %8s %10s %9s %8s %8s\n", "op", "calls", "total ms", "% phase",
+            "µs/call", "GFLOP/s", "GB/s", "% roof");
+}
+
+static void print_row_json(FILE *f, const row *r, int first) {
+    fprintf(f, "%s\n      {\"op\": \"%s\"", first ? "" : ",", r->op);
+    if (r->layer != TG_PROF_ALL) fprintf(f, ", \"layer\": %d", r->layer);
+    if (r->head != TG_PROF_ALL) fprintf(f, ", \"head\": %d", r->head);
+    fprintf(f,
+            ", \"calls\": %.0f, \"total_ms\": %.6f, \"pct_phase\": %.4f, \"us_per_call\": %.4f, "
+            "\"flops\": %.17g, \"bytes\": %.17g, \"weight_bytes\": %.17g, \"kv_bytes\": %.17g, "
+            "\"act_bytes\": %.17g, \"gflops\": %.6g, \"gbs\": %.6g, \"roofline_pct\": ",
+            r->calls, r->ns * 1e-6, r->pct, r->calls > 0 ? r->ns * 1e-3 / r->calls : 0.0, r->flops,
+            r->bytes, r->wbytes, r->kvbytes, r->abytes, r->ns > 0 ? r->flops / r->ns : 0.0,
+            r->ns > 0 ? r->bytes / r->ns : 0.0);
+    if (r->roof_pct >= 0)
+        fprintf(f, "%.4f}", r->roof_pct);
+    else
+        fprintf(f, "null}");
+}
+
+static void print_row_csv(FILE *f, const char *phase, const row *r) {
+    fprintf(f, "%s,%s,", phase, r->op);
+    if (r->layer == TG_PROF_ALL) fprintf(f, "all,");
+    else fprintf(f, "%d,", r->layer);
+    if (r->head == TG_PROF_ALL) fprintf(f, "all,");
+    else fprintf(f, "%d,", r->head);
+    fprintf(f, "%.0f,%.6f,%.4f,%.4f,%.17g,%.17g,%.6g,%.6g,", r->calls, r->ns * 1e-6, r->pct,
+            r->calls > 0 ? r->ns * 1e-3 / r->calls : 0.0, r->flops, r->bytes,
+            r->ns > 0 ? r->flops / r->ns : 0.0, r->ns > 0 ? r->bytes / r->ns : 0.0);
+    if (r->roof_pct >= 0) fprintf(f, "%.4f\n", r->roof_pct);
+    else fprintf(f, "\n");
+}
+
+/* ---- the phase tables ----------------------------------------------------------- */
+
+typedef struct report {
+    const profile_args *a;
+    const tg_gpt2_config *cfg;
+    const tg_profiler *p;
+    const tg_roofline *roof;  /* NULL: not measured */
+    const char *model_path;
+    const char *isa;
+    int n_threads;
+    const char *cache_note;   /* perf_cache_note, or NULL */
+} report;
+
+/* The rows of a phase in the requested breakdowns, in print order. kind:
+ * 0 ops, 1 per layer, 2 per head. */
+typedef void (*row_fn)(void *ctx, int kind, const row *r);
+
+static void phase_rows(const report *rp, tg_phase ph, row_fn fn, void *ctx) {
+    tg_prof_phase st = tg_profiler_phase(rp->p, ph);
+    for (int op = 0; op < TG_OP_COUNT; op++) {
+        row r = make_row(rp->p, ph, (tg_op)op, TG_PROF_ALL, TG_PROF_ALL, st.wall_ns, rp->roof);
+        fn(ctx, 0, &r);
+    }
+    if (rp->a->per_layer)
+        for (int l = 0; l < rp->cfg->n_layer; l++)
+            for (int op = 0; op < TG_OP_COUNT; op++) {
+                if (!tg_op_in_block((tg_op)op)) continue;
+                row r = make_row(rp->p, ph, (tg_op)op, l, TG_PROF_ALL, st.wall_ns, rp->roof);
+                fn(ctx, 1, &r);
+            }
+    if (rp->a->per_head && tg_profiler_has_heads(rp->p, ph))
+        for (int h = 0; h < rp->cfg->n_head; h++)
+            for (int op = 0; op < TG_OP_COUNT; op++) {
+                if (!tg_op_per_head((tg_op)op)) continue;
+                row r = make_row(rp->p, ph, (tg_op)op, TG_PROF_ALL, h, st.wall_ns, rp->roof);
+                fn(ctx, 2, &r);
+            }
+}
+
+typedef struct text_ctx {
+    FILE *f;
+    int last_kind;
+} text_ctx;
+
+static void text_row(void *ctx, int kind, const row *r) {
+    text_ctx *t = ctx;
+    char label[64];
+    if (kind != t->last_kind) {
+        fprintf(t->f, "\n%s\n", kind == 1 ? "per layer:" : "attention per head (all layers):");
+        print_header_text(t->f);
+        t->last_kind = kind;
+    }
+    if (kind == 0)
+        snprintf(label, sizeof label, "%s", r->op);
+    else if (kind == 1)
+        snprintf(label, sizeof label, "L%-3d %s", r->layer, r->op);
+    else
+        snprintf(label, sizeof label, "h%-3d %s", r->head, r->op);
+    print_row_text(t->f, label, r);
+}
+
+static void print_phase_text(const report *rp, tg_phase ph, FILE *f) {
+    tg_prof_phase st = tg_profiler_phase(rp->p, ph);
+    if (!st.steps) return;
+    fprintf(f, "\n%s: %ld token%s in %d step%s, %.3f ms (%.1f tok/s)\n", tg_phase_name(ph),
+            st.tokens, st.tokens == 1 ? "" : "s", st.steps, st.steps == 1 ? "" : "s",
+            st.wall_ns * 1e-6, st.wall_ns > 0 ? st.tokens / (st.wall_ns * 1e-9) : 0.0);
+    print_header_text(f);
+    text_ctx t = {f, 0};
+    phase_rows(rp, ph, text_row, &t);
+    if (t.last_kind) fprintf(f, "\n");
+    /* The whole phase: the op rows plus the time no op was running: glue
+     * between kernels, the probe's own clock reads, dispatch, wake-ups. */
+    row out = {.op = "(outside ops)", .ns = st.wall_ns - st.op_ns, .roof_pct = -1};
+    out.pct = st.wall_ns > 0 ? 100.0 * out.ns / st.wall_ns : 0;
+    print_row_text(f, out.op, &out);
+    tg_opcost all = {0};
+    for (int op = 0; op < TG_OP_COUNT; op++)
+        all = tg_opcost_add(all, tg_profiler_stat(rp->p, ph, (tg_op)op, TG_PROF_ALL, TG_PROF_ALL).cost);
+    row tot = {.op = "total", .ns = st.wall_ns, .pct = 100, .flops = all.flops,
+               .bytes = tg_opcost_bytes(all), .calls = st.steps};
+    tot.roof_pct = rp->roof && st.wall_ns > 0
+                       ? 100.0 * tg_roofline_time(rp->roof, tot.flops, tot.bytes) / (st.wall_ns * 1e-9)
+                       : -1;
+    print_row_text(f, "total (per step)", &tot);
+    fprintf(f, "barrier wait (caller thread): %.3f ms (%.1f%%); time in ops per thread:",
+            st.wait_ns * 1e-6, st.wall_ns > 0 ? 100 * st.wait_ns / st.wall_ns : 0.0);
+    for (int i = 0; i < rp->n_threads; i++)
+        fprintf(f, " t%d %.1f%%", i, st.wall_ns > 0 ? 100 * st.busy_ns[i] / st.wall_ns : 0.0);
+    fprintf(f, "\n");
+}
+
+typedef struct json_ctx {
+    FILE *f;
+    int kind, first;
+} json_ctx;
+
+static void json_row(void *ctx, int kind, const row *r) {
+    json_ctx *j = ctx;
+    if (kind != j->kind) return;
+    print_row_json(j->f, r, j->first);
+    j->first = 0;
+}
+
+static void print_phase_json(const report *rp, tg_phase ph, FILE *f, int first) {
+    tg_prof_phase st = tg_profiler_phase(rp->p, ph);
+    fprintf(f,
+            "%s\n    {\"phase\": \"%s\", \"steps\": %d, \"tokens\": %ld, \"wall_ms\": %.6f, "
+            "\"op_ms\": %.6f, \"outside_ms\": %.6f, \"barrier_wait_ms\": %.6f, "
+            "\"thread_busy_ms\": [",
+            first ? "" : ",", tg_phase_name(ph), st.steps, st.tokens, st.wall_ns * 1e-6,
+            st.op_ns * 1e-6, (st.wall_ns - st.op_ns) * 1e-6, st.wait_ns * 1e-6);
+    for (int i = 0; i < rp->n_threads; i++) fprintf(f, "%s%.6f", i ? ", " : "", st.busy_ns[i] * 1e-6);
+    fprintf(f, "],\n     \"ops\": [");
+    const char *keys[3] = {"ops", "layers", "heads"};
+    for (int kind = 0; kind < 3; kind++) {
+        if (kind == 1 && !rp->a->per_layer) continue;
+        if (kind == 2 && !rp->a->per_head) continue;
+        if (kind) fprintf(f, "],\n     \"%s\": [", keys[kind]);
+        json_ctx j = {f, kind, 1};
+        phase_rows(rp, ph, json_row, &j);
+    }
+    fprintf(f, "]}");
+}
+
+typedef struct csv_ctx {
+    FILE *f;
+    const char *phase;
+} csv_ctx;
+
+static void csv_row(void *ctx, int kind, const row *r) {
+    (void)kind;
+    csv_ctx *c = ctx;
+    print_row_csv(c->f, c->phase, r);
+}
+
+static void print_config_json(const report *rp, FILE *f) {
+    const tg_gpt2_config *c = rp->cfg;
+    fprintf(f, "{\n  \"model\": ");
+    perf_json_str(f, rp->model_path);
+    fprintf(f,
+            ",\n  \"config\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"n_ff\": %d, "
+            "\"n_vocab\": %d, \"n_ctx\": %d},\n  \"isa\": \"%s\",\n  \"threads\": %d,\n"
+            "  \"roofline\": ",
+            c->n_layer, c->n_head, c->n_embd, c->n_ff, c->n_vocab, c->n_ctx, rp->isa,
+            rp->n_threads);
+    if (rp->roof)
+        fprintf(f, "{\"threads\": %d, \"dram_gbs\": %.6g, \"peak_gflops\": %.6g}",
+                rp->roof->n_threads, rp->roof->dram_gbs, rp->roof->peak_gflops);
+    else
+        fprintf(f, "null");
+}
+
+static void print_header_lines(const report *rp, FILE *f) {
+    const tg_gpt2_config *c = rp->cfg;
+    fprintf(f, "tinygpt profile: %s (L=%d H=%d E=%d HS=%d F=%d V=%d C=%d), %d thread%s, %s\n",
+            rp->model_path, c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->n_ff,
+            c->n_vocab, c->n_ctx, rp->n_threads, rp->n_threads == 1 ? "" : "s", rp->isa);
+    if (rp->roof) {
+        fprintf(f, "roofline (%d thread%s, measured): DRAM read %.1f GB/s, FMA peak %.1f GFLOP/s\n",
+                rp->roof->n_threads, rp->roof->n_threads == 1 ? "" : "s", rp->roof->dram_gbs,
+                rp->roof->peak_gflops);
+        if (rp->cache_note) fprintf(f, "%s\n", rp->cache_note);
+    }
+}
+
+/* ---- trace ---------------------------------------------------------------------- */
+
+static int write_trace(const report *rp, const char *path) {
+    cli_outfile o;
+    tg_err err;
+    if (cli_out_open(&o, path, &err)) return cli_error(CMD, "%s", err.msg);
+    FILE *f = o.f;
+    size_t n_ev, n_steps;
+    int truncated;
+    const tg_prof_event *ev = tg_profiler_events(rp->p, &n_ev, &truncated);
+    const tg_prof_step *steps = tg_profiler_steps(rp->p, &n_steps);
+    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"model\": ");
+    perf_json_str(f, rp->model_path);
+    fprintf(f, ", \"isa\": \"%s\", \"truncated\": %s},\n\"traceEvents\": [\n", rp->isa,
+            truncated ? "true" : "false");
+    fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, "
+               "\"args\": {\"name\": \"tinygpt profile\"}}");
+    for (int i = 0; i < rp->n_threads; i++)
+        fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, "
+                   "\"args\": {\"name\": \"thread %d\"}}", i, i);
+    /* Steps enclose the ops of thread 0, so they nest on its track. */
+    for (size_t i = 0; i < n_steps; i++)
+        fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"step\", \"ph\": \"X\", \"ts\": %.3f, "
+                   "\"dur\": %.3f, \"pid\": 1, \"tid\": 0, \"args\": {\"T\": %d, \"pos\": %d}}",
+                tg_phase_name((tg_phase)steps[i].phase), steps[i].t0 * 1e-3,
+                (steps[i].t1 - steps[i].t0) * 1e-3, steps[i].T, steps[i].pos);
+    for (size_t i = 0; i < n_ev; i++) {
+        const tg_prof_event *e = &ev[i];
+        fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"ts\": %.3f, "
+                   "\"dur\": %.3f, \"pid\": 1, \"tid\": %d, \"args\": {\"layer\": %d, \"head\": %d}}",
+                tg_op_name((tg_op)e->op), e->t0 * 1e-3, (e->t1 - e->t0) * 1e-3, e->ith, e->layer,
+                e->head);
+    }
+    fprintf(f, "\n]}\n");
+    if (cli_out_commit(&o, &err)) return cli_error(CMD, "%s", err.msg);
+    if (truncated)
+        fprintf(stderr, "tinygpt profile: %s: trace truncated (too many events)\n", path);
+    return EXIT_OK;
+}
+
+/* ---- runs --------------------------------------------------------------------------- */
+
+/* The prefill of prompt[n_prompt], then a->gen decode steps (each feeds the
+ * token sampled last, at positions n_prompt .. n_prompt + gen - 1); every
+ * step ends with a timed sample. */
+static int run_generation(tg_gpt *g, tg_profiler *p, const profile_args *a, const int *prompt,
+                          int n_prompt, float *logits) {
+    const tg_gpt2_config *c = tg_gpt_config(g);
+    tg_err err;
+    tg_sampler_params sp = tg_sampler_defaults();
+    sp.seed = (uint64_t)a->seed;
+    tg_sampler *s;
+    if (tg_sampler_create(&s, &sp, c->n_vocab, &err)) return cli_error(CMD, "%s", err.msg);
+    const tg_probe *pr = tg_profiler_probe(p);
+    int rc = EXIT_OK, tok = 0;
+    for (int step = 0; step <= a->gen; step++) {
+        int pos = step == 0 ? 0 : n_prompt + step - 1;
+        int T = step == 0 ? n_prompt : 1;
+        const int *in = step == 0 ? prompt : &tok;
+        tg_profiler_step_begin(p);
+        if (tg_gpt_forward(g, in, T, pos, logits, 0, &err)) {
+            rc = cli_error(CMD, "%s", err.msg);
+            break;
+        }
+        pr->op_begin(pr->user, TG_OP_SAMPLE, -1, -1, 0);
+        tok = tg_sampler_sample(s, logits);
+        pr->op_end(pr->user, TG_OP_SAMPLE, -1, -1, 0);
+        tg_sampler_accept(s, tok);
+        if (tg_profiler_step_end(p, step == 0 ? TG_PHASE_PREFILL : TG_PHASE_DECODE, T, pos, 1, 1,
+                                 &err)) {
+            rc = cli_error(CMD, "%s", err.msg);
+            break;
+        }
+    }
+    tg_sampler_free(s);
+    return rc;
+}
+
+/* ---- context sweep ---------------------------------------------------------------- */
+
+typedef struct sweep_row {
+    int ctx, steps;
+    double step_us, attn_us, part_us[3], attn_pct, us_per_head, attn_gflops, attn_roof_pct;
+} sweep_row;
+
+static int cmp_long(const void *x, const void *y) {
+    long a = *(const long *)x, b = *(const long *)y;
+    return (a > b) - (a < b);
+}
+
+/* Decode steps at each context length c (the cache holding c positions):
+ * the prefill up to c runs unprofiled, then sweep_steps decode steps at
+ * position c are profiled (each rewrites the same cache slot). */
+static int run_sweep(tg_gpt *g, tg_profiler *p, const profile_args *a, const tg_roofline *roof,
+                     sweep_row *rows, float *logits) {
+    const tg_gpt2_config *c = tg_gpt_config(g);
+    long max_c = a->sweep[a->n_sweep - 1];
+    int *tokens = malloc((size_t)(max_c + 1) * sizeof *tokens);
+    if (!tokens) return cli_error(CMD, "out of memory");
+    perf_tokens(tokens, (int)max_c + 1, c->n_vocab, (uint64_t)a->seed);
+    static const tg_op attn_ops[3] = {TG_OP_ATTN_SCORES, TG_OP_ATTN_SOFTMAX, TG_OP_ATTN_MIX};
+    tg_err err;
+    int done = 0, rc = EXIT_OK;
+    for (int i = 0; i < a->n_sweep && rc == EXIT_OK; i++) {
+        int ctx = (int)a->sweep[i];
+        tg_gpt_set_probe(g, NULL);
+        if (ctx > done && tg_gpt_forward(g, tokens + done, ctx - done, done, logits, 0, &err)) {
+            rc = cli_error(CMD, "%s", err.msg);
+            break;
+        }
+        done = ctx;
+        tg_gpt_set_probe(g, tg_profiler_probe(p));
+        tg_profiler_reset(p);
+        for (int s = 0; s < a->sweep_steps; s++) {
+            tg_profiler_step_begin(p);
+            if (tg_gpt_forward(g, tokens + ctx, 1, ctx, logits, 0, &err) ||
+                tg_profiler_step_end(p, TG_PHASE_DECODE, 1, ctx, 1, 0, &err)) {
+                rc = cli_error(CMD, "%s", err.msg);
+                break;
+            }
+        }
+        tg_prof_phase st = tg_profiler_phase(p, TG_PHASE_DECODE);
+        sweep_row *r = &rows[i];
+        *r = (sweep_row){.ctx = ctx, .steps = st.steps};
+        double n = st.steps ? st.steps : 1, attn_ns = 0;
+        tg_opcost cost = {0};
+        for (int k = 0; k < 3; k++) {
+            tg_prof_stat ps = tg_profiler_stat(p, TG_PHASE_DECODE, attn_ops[k], TG_PROF_ALL, TG_PROF_ALL);
+            r->part_us[k] = ps.ns * 1e-3 / n;
+            attn_ns += ps.ns;
+            cost = tg_opcost_add(cost, ps.cost);
+        }
+        r->step_us = st.wall_ns * 1e-3 / n;
+        r->attn_us = attn_ns * 1e-3 / n;
+        r->attn_pct = st.wall_ns > 0 ? 100 * attn_ns / st.wall_ns : 0;
+        r->us_per_head = r->attn_us / (c->n_layer * c->n_head);
+        r->attn_gflops = attn_ns > 0 ? cost.flops / attn_ns : 0;
+        r->attn_roof_pct = roof && attn_ns > 0
+                               ? 100 * tg_roofline_time(roof, cost.flops, tg_opcost_bytes(cost)) /
+                                     (attn_ns * 1e-9)
+                               : -1;
+    }
+    free(tokens);
+    return rc;
+}
+
+static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f) {
+    const tg_gpt2_config *c = rp->cfg;
+    if (rp->a->format == FMT_CSV) {
+        fprintf(f, "ctx,steps,step_us,attn_us,attn_pct,us_per_head,scores_us,softmax_us,mix_us,"
+                   "attn_gflops,attn_roofline_pct\n");
+        for (int i = 0; i < n; i++) {
+            const sweep_row *r = &rows[i];
+            fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.6g,", r->ctx, r->steps, r->step_us,
+                    r->attn_us, r->attn_pct, r->us_per_head, r->part_us[0], r->part_us[1],
+                    r->part_us[2], r->attn_gflops);
+            if (r->attn_roof_pct >= 0) fprintf(f, "%.4f\n", r->attn_roof_pct);
+            else fprintf(f, "\n");
+        }
+        return;
+    }
+    if (rp->a->format == FMT_JSON) {
+        print_config_json(rp, f);
+        fprintf(f, ",\n  \"ctx_sweep\": [");
+        for (int i = 0; i < n; i++) {
+            const sweep_row *r = &rows[i];
+            fprintf(f,
+                    "%s\n    {\"ctx\": %d, \"steps\": %d, \"step_us\": %.4f, \"attn_us\": %.4f, "
+                    "\"attn_pct\": %.4f, \"us_per_head\": %.4f, \"scores_us\": %.4f, "
+                    "\"softmax_us\": %.4f, \"mix_us\": %.4f, \"attn_gflops\": %.6g, "
+                    "\"attn_roofline_pct\": ",
+                    i ? "," : "", r->ctx, r->steps, r->step_us, r->attn_us, r->attn_pct,
+                    r->us_per_head, r->part_us[0], r->part_us[1], r->part_us[2], r->attn_gflops);
+            if (r->attn_roof_pct >= 0) fprintf(f, "%.4f}", r->attn_roof_pct);
+            else fprintf(f, "null}");
+        }
+        fprintf(f, "\n  ]\n}\n");
+        return;
+    }
+    print_header_lines(rp, f);
+    fprintf(f, "\ndecode at growing context (%ld steps each; attention = scores + softmax + mix, "
+               "%d heads of %d per layer):\n",
+            rp->a->sweep_steps, c->n_head, c->n_embd / c->n_head);
+    fprintf(f, "%7s %10s %10s %7s %9s %9s %9s %9s %9s %7s\n", "ctx", "step µs", "attn µs",
+            "attn %", "µs/head", "scores", "softmax", "mix", "GFLOP/s", "% roof");
+    for (int i = 0; i < n; i++) {
+        const sweep_row *r = &rows[i];
+        fprintf(f, "%7d %10.1f %10.1f %6.1f%% %9.3f %9.1f %9.1f %9.1f %9.2f", r->ctx, r->step_us,
+                r->attn_us, r->attn_pct, r->us_per_head, r->part_us[0], r->part_us[1],
+                r->part_us[2], r->attn_gflops);
+        if (r->attn_roof_pct >= 0) fprintf(f, " %6.1f%%\n", r->attn_roof_pct);
+        else fprintf(f, " %7s\n", "-");
+    }
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+int cmd_profile(int argc, char **argv) {
+    profile_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == -2) return EXIT_OK;
+    if (rc) return EXIT_USAGE;
+    if (a.n_sweep) {
+        qsort(a.sweep, (size_t)a.n_sweep, sizeof a.sweep[0], cmp_long);
+        for (int i = 1; i < a.n_sweep; i++)
+            if (a.sweep[i] == a.sweep[i - 1])
+                return cli_usage(CMD, "--ctx-sweep: %ld is listed twice", a.sweep[i]);
+    }
+    tg_err err;
+    tg_isa isa;
+    if (tg_isa_select(a.isa, &isa, &err)) return cli_usage(CMD, "%s", err.msg);
+
+    tg_gpt2_model m;
+    if ((rc = perf_load(CMD, a.model, &m))) return rc;
+    const tg_gpt2_config *c = &m.cfg;
+    /* Validate lengths against the model before any work. */
+    if (a.n_sweep) {
+        if (a.sweep[a.n_sweep - 1] > c->n_ctx - 1) {
+            tg_gpt2_free(&m);
+            return cli_usage(CMD, "--ctx-sweep: %ld does not fit the model's %d-position context "
+                                  "(at most %d)", a.sweep[a.n_sweep - 1], c->n_ctx, c->n_ctx - 1);
+        }
+    } else {
+        if (a.gen > c->n_ctx - 1) {
+            tg_gpt2_free(&m);
+            return cli_usage(CMD, "-n %ld does not fit the model's %d-position context", a.gen,
+                             c->n_ctx);
+        }
+        if (a.prompt_tokens < 0) {
+            a.prompt_tokens = 128;
+            if (a.prompt_tokens > c->n_ctx - a.gen) a.prompt_tokens = c->n_ctx - a.gen;
+        } else if (a.prompt_tokens + a.gen > c->n_ctx) {
+            tg_gpt2_free(&m);
+            return cli_usage(CMD, "%ld prompt tokens + %ld decode steps do not fit the model's "
+                                  "%d-position context", a.prompt_tokens, a.gen, c->n_ctx);
+        }
+    }
+
+    tg_gpt_opts opts = {.n_threads = (int)a.threads, .isa = tg_isa_name(isa), .n_ctx = 0};
+    tg_gpt *g = NULL;
+    tg_profiler *p = NULL;
+    float *logits = NULL;
+    int *prompt = NULL;
+    sweep_row *sweep = NULL;
+    tg_roofline roof;
+    const tg_roofline *roofp = NULL;
+    if (tg_gpt_create(&g, &m, &opts, &err)) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    if (tg_profiler_create(&p, c, (int)a.threads, tg_gpt_pool(g), a.trace != NULL, 0, &err)) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    logits = malloc((size_t)c->n_vocab * sizeof *logits);
+    int n_prompt = a.n_sweep ? 1 : (int)a.prompt_tokens;
+    prompt = malloc((size_t)n_prompt * sizeof *prompt);
+    sweep = calloc(MAX_SWEEP, sizeof *sweep);
+    if (!logits || !prompt || !sweep) {
+        rc = cli_error(CMD, "out of memory");
+        goto done;
+    }
+    perf_tokens(prompt, n_prompt, c->n_vocab, (uint64_t)a.seed);
+    if (a.roofline) {
+        if ((rc = perf_roofline(CMD, isa, (int)a.threads, a.probe_seconds, &roof))) goto done;
+        roofp = &roof;
+    }
+    char note[256];
+    report rp = {&a, c, p, roofp, m.path ? m.path : "model", tg_isa_name(isa), (int)a.threads,
+                 perf_cache_note(&m, note, sizeof note)};
+
+    if (a.n_sweep) {
+        if ((rc = run_sweep(g, p, &a, roofp, sweep, logits))) goto done;
+        print_sweep(&rp, sweep, a.n_sweep, stdout);
+    } else {
+        /* Warm-up, unprofiled: pages of the weights, caches, the pool. */
+        if (tg_gpt_forward(g, prompt, n_prompt, 0, logits, 0, &err) ||
+            tg_gpt_forward(g, prompt, 1, n_prompt, logits, 0, &err)) {
+            rc = cli_error(CMD, "%s", err.msg);
+            goto done;
+        }
+        tg_gpt_set_probe(g, tg_profiler_probe(p));
+        if ((rc = run_generation(g, p, &a, prompt, n_prompt, logits))) goto done;
+        tg_gpt_set_probe(g, NULL);
+        if (a.format == FMT_JSON) {
+            print_config_json(&rp, stdout);
+            fprintf(stdout, ",\n  \"phases\": [");
+            int first = 1;
+            for (int ph = 0; ph < TG_PHASE_COUNT; ph++) {
+                if (!tg_profiler_phase(p, (tg_phase)ph).steps) continue;
+                print_phase_json(&rp, (tg_phase)ph, stdout, first);
+                first = 0;
+            }
+            fprintf(stdout, "\n  ]\n}\n");
+        } else if (a.format == FMT_CSV) {
+            fprintf(stdout, "phase,op,layer,head,calls,total_ms,pct_phase,us_per_call,flops,bytes,"
+                            "gflops,gbs,roofline_pct\n");
+            for (int ph = 0; ph < TG_PHASE_COUNT; ph++) {
+                if (!tg_profiler_phase(p, (tg_phase)ph).steps) continue;
+                csv_ctx cc = {stdout, tg_phase_name((tg_phase)ph)};
+                phase_rows(&rp, (tg_phase)ph, csv_row, &cc);
+            }
+        } else {
+            print_header_lines(&rp, stdout);
+            for (int ph = 0; ph < TG_PHASE_COUNT; ph++) print_phase_text(&rp, (tg_phase)ph, stdout);
+        }
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        rc = cli_error(CMD, "cannot write the report to stdout");
+        goto done;
+    }
+    if (a.trace) rc = write_trace(&rp, a.trace);
+done:
+    free(sweep);
+    free(prompt);
+    free(logits);
+    tg_profiler_free(p);
+    tg_gpt_free(g);
+    tg_gpt2_free(&m);
+    return rc;
+}
