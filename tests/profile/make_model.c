@@ -21,9 +21,13 @@ static float gauss(void) { /* Box-Muller over xorshift64* */
     return (float)(sqrt(-2 * log(u[0] + 0x1p-60)) * cos(6.283185307179586 * u[1]));
 }
 
+static float *owned[1024];
+static int n_owned;
+
 static float *fill(size_t n, float mean, float sd) {
     float *p = malloc(n * sizeof *p);
-    if (!p) exit(1);
+    if (!p || n_owned == 1024) exit(1);
+    owned[n_owned++] = p;
     for (size_t i = 0; i < n; i++) p[i] = mean + sd * (sd ? gauss() : 0);
     return p;
 }
@@ -66,9 +70,13 @@ int main(int argc, char **argv) {
     w.lnf_b = fill(e, 0, 0);
     w.lm_head = w.wte;
     w.tied = 1;
+    int rc = 0;
     if (tg_gpt2_save(argv[1], &cfg, &w, &vocab, TG_DTYPE_F32, &err)) {
         fprintf(stderr, "%s\n", err.msg);
-        return 1;
+        rc = 1;
     }
-    return 0; /* the process exit frees the rest */
+    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    free(w.layers);
+    tg_vocab_free(&vocab);
+    return rc;
 }

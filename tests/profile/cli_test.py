@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""cli_test.py — `tinygpt profile` and `tinygpt bench` on small random GPT-2s.
+
+  * profile --json: one entry per op in each phase, the op times add up to at
+    least 95% of the phase's measured wall time (one thread), calls and FLOP
+    / byte counts equal an independent count (opcount_oracle.count, which
+    walks the forward pass element by element) summed over the steps that
+    ran; per-layer and per-head rows add back up to the op rows;
+  * with two threads, ops + time outside ops = the wall time, and each
+    thread's busy time is at most the wall time;
+  * --csv parses, --ctx-sweep gives one row per length;
+  * --trace writes JSON whose events are well formed (ph, ts, dur, pid, tid),
+    one track per thread, spans on a track properly nested;
+  * bench --json: one row per (threads, test), positive rates, FLOP and
+    byte counts per run equal to the independent count;
+  * bad flags exit 2 with a one-line message, runtime failures exit 1 and
+    leave no file behind.
+
+usage: cli_test.py TINYGPT MAKE_MODEL
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from opcount_oracle import count  # noqa: E402
+
+OPS = ["embed", "ln_1", "qkv", "attn_scores", "attn_softmax", "attn_mix", "attn_proj",
+       "ln_2", "mlp_up", "gelu", "mlp_down", "ln_f", "lm_head", "sample"]
+BLOCK_OPS = OPS[1:11]
+HEAD_OPS = ["attn_scores", "attn_softmax", "attn_mix"]
+COST_KEYS = ["flops", "weight_bytes", "kv_bytes", "act_bytes"]
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL", what)
+
+
+def run(args, expect=0):
+    r = subprocess.run([TINYGPT] + args, capture_output=True, text=True, timeout=300)
+    check(r.returncode == expect,
+          f"{' '.join(args)}: exit {r.returncode}, wanted {expect}; stderr: {r.stderr.strip()}")
+    return r
+
+
+def close(a, b, rel=1e-9):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1.0)
+
+
+def expected_costs(cfg, n_prompt, n_gen):
+    """Per phase and op: the oracle's counts summed over the steps run."""
+    L, H, E, F, V = cfg["n_layer"], cfg["n_head"], cfg["n_embd"], cfg["n_ff"], cfg["n_vocab"]
+    pre = count(L, H, E, F, V, n_prompt, 0, 1)
+    dec = {op: {k: 0 for k in COST_KEYS} for op in OPS}
+    for i in range(n_gen):
+        c = count(L, H, E, F, V, 1, n_prompt + i, 1)
+        for op in OPS:
+            for k in COST_KEYS:
+                dec[op][k] += c[op][k]
+    return {"prefill": pre, "decode": dec}
+
+
+def check_profile_json(out, n_prompt, n_gen, threads, label):
+    d = json.loads(out)
+    cfg = d["config"]
+    L, H = cfg["n_layer"], cfg["n_head"]
+    check(d["threads"] == threads, f"{label}: threads")
+    want = expected_costs(cfg, n_prompt, n_gen)
+    phases = {p["phase"]: p for p in d["phases"]}
+    check(set(phases) == {"prefill", "decode"}, f"{label}: phases {sorted(phases)}")
+    for name, ph in phases.items():
+        ops = [o["op"] for o in ph["ops"]]
+        check(ops == OPS, f"{label} {name}: one entry per op, got {ops}")
+        steps = 1 if name == "prefill" else n_gen
+        check(ph["steps"] == steps, f"{label} {name}: steps {ph['steps']}")
+        total = sum(o["total_ms"] for o in ph["ops"])
+        check(close(total, ph["op_ms"], 1e-6), f"{label} {name}: rows {total} vs op_ms {ph['op_ms']}")
+        check(close(ph["op_ms"] + ph["outside_ms"], ph["wall_ms"], 1e-6),
+              f"{label} {name}: ops + outside != wall")
+        check(total <= ph["wall_ms"] * (1 + 1e-9), f"{label} {name}: ops exceed the wall time")
+        if threads == 1:
+            check(total >= 0.95 * ph["wall_ms"],
+                  f"{label} {name}: ops cover {total:.3f} of {ph['wall_ms']:.3f} ms (< 95%)")
+        check(len(ph["thread_busy_ms"]) == threads, f"{label} {name}: thread_busy_ms")
+        for b in ph["thread_busy_ms"]:
+            check(b <= ph["wall_ms"] * (1 + 1e-9), f"{label} {name}: busy {b} > wall")
+        for o in ph["ops"]:
+            op = o["op"]
+            for k in COST_KEYS:
+                check(close(o[k], want[name][op][k]),
+                      f"{label} {name} {op}.{k}: {o[k]} vs oracle {want[name][op][k]}")
+            check(close(o["bytes"], sum(o[k] for k in COST_KEYS[1:])), f"{label} {op}: bytes sum")
+            per_step = {"embed": 1, "ln_f": 1, "lm_head": 1, "sample": 1}.get(
+                op, L * H if op in HEAD_OPS else L)
+            check(o["calls"] == per_step * steps,
+                  f"{label} {name} {op}: {o['calls']} calls, wanted {per_step * steps}")
+            check(o["total_ms"] >= 0 and o["pct_phase"] >= 0, f"{label} {op}: negative time")
+        if "layers" in ph:
+            check(len(ph["layers"]) == L * len(BLOCK_OPS), f"{label} {name}: layer rows")
+            for op in BLOCK_OPS:
+                row = next(o for o in ph["ops"] if o["op"] == op)
+                s = sum(x["total_ms"] for x in ph["layers"] if x["op"] == op)
+                f = sum(x["flops"] for x in ph["layers"] if x["op"] == op)
+                check(close(s, row["total_ms"], 1e-6), f"{label} {name} {op}: layers sum {s}")
+                check(close(f, row["flops"]), f"{label} {name} {op}: layer flops sum")
+        if "heads" in ph:
+            check(len(ph["heads"]) == H * len(HEAD_OPS), f"{label} {name}: head rows")
+            for op in HEAD_OPS:
+                row = next(o for o in ph["ops"] if o["op"] == op)
+                s = sum(x["total_ms"] for x in ph["heads"] if x["op"] == op)
+                check(close(s, row["total_ms"], 1e-6), f"{label} {name} {op}: heads sum {s}")
+    return d
+
+
+def check_trace(path, threads):
+    with open(path) as f:
+        t = json.load(f)
+    ev = t["traceEvents"]
+    spans = [e for e in ev if e.get("ph") == "X"]
+    check(len(spans) > 0, "trace: no spans")
+    tids = set()
+    for e in ev:
+        for k in ("ph", "pid", "tid", "name"):
+            check(k in e, f"trace: event without {k}: {e}")
+        if e.get("ph") == "X":
+            ok = (isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float))
+                  and e["dur"] >= 0 and e["ts"] >= 0 and isinstance(e["tid"], int))
+            check(ok, f"trace: bad span {e}")
+            if e.get("cat") == "op":
+                check(e["name"] in OPS, f"trace: unknown op {e['name']}")
+            tids.add(e["tid"])
+        elif e.get("ph") != "M":
+            check(False, f"trace: unexpected phase {e.get('ph')}")
+    check(tids <= set(range(threads)) and 0 in tids, f"trace: tracks {sorted(tids)}")
+    named = {e["tid"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
+    check(named == set(range(threads)), f"trace: thread names {sorted(named)}")
+    # Spans of one track nest: sorted by start (longer first), each starts
+    # after its predecessor ends or ends inside the enclosing span.
+    eps = 0.0015  # ts/dur are printed in µs with 3 decimals
+    for tid in tids:
+        stack = []
+        for e in sorted((e for e in spans if e["tid"] == tid), key=lambda e: (e["ts"], -e["dur"])):
+            while stack and stack[-1] <= e["ts"] + eps:
+                stack.pop()
+            end = e["ts"] + e["dur"]
+            if stack:
+                check(end <= stack[-1] + eps, f"trace: tid {tid} span {e} overlaps its parent")
+            stack.append(end)
+
+
+def main():
+    global TINYGPT
+    TINYGPT, make_model = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "m.gguf")
+        subprocess.run([make_model, model, "2", "4", "128", "96"], check=True)
+        common = ["-m", model, "--no-roofline"]
+
+        # One thread: the 95% rule, exact counts, breakdowns.
+        r = run(["profile"] + common + ["--prompt-tokens", "40", "-n", "12", "--json",
+                                        "--per-layer", "--per-head"])
+        if r.returncode == 0:
+            check_profile_json(r.stdout, 40, 12, 1, "t1")
+
+        # Two threads, roofline measured (briefly), trace.
+        trace = os.path.join(tmp, "trace.json")
+        r = run(["profile", "-m", model, "--probe-seconds", "0.05", "-t", "2",
+                 "--prompt-tokens", "33", "-n", "5", "--json", "--trace", trace])
+        if r.returncode == 0:
+            d = check_profile_json(r.stdout, 33, 5, 2, "t2")
+            check(d["roofline"] and d["roofline"]["dram_gbs"] > 0 and
+                  d["roofline"]["peak_gflops"] > 0, "t2: roofline measured")
+            for ph in d["phases"]:
+                for o in ph["ops"]:
+                    if o["total_ms"] > 0:
+                        check(o["roofline_pct"] is not None and o["roofline_pct"] > 0,
+                              f"t2: {o['op']} roofline_pct {o['roofline_pct']}")
+            check_trace(trace, 2)
+        check(not [f for f in os.listdir(tmp) if ".tmp." in f], "temp files left behind")
+
+        # Text and CSV.
+        r = run(["profile"] + common + ["--prompt-tokens", "8", "-n", "2"])
+        check("prefill:" in r.stdout and "decode:" in r.stdout and "attn_scores" in r.stdout,
+              "text report")
+        r = run(["profile"] + common + ["--prompt-tokens", "8", "-n", "2", "--csv", "--per-head"])
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        for phase in ("prefill", "decode"):
+            main_rows = [x["op"] for x in rows if x["phase"] == phase and x["layer"] == "all"
+                         and x["head"] == "all"]
+            check(main_rows == OPS, f"csv {phase}: {main_rows}")
+            heads = [x for x in rows if x["phase"] == phase and x["head"] != "all"]
+            check(len(heads) == 4 * 3, f"csv {phase}: {len(heads)} head rows")
+
+        # Context sweep.
+        r = run(["profile"] + common + ["--ctx-sweep", "64,8,32", "--sweep-steps", "3", "--json"])
+        if r.returncode == 0:
+            sw = json.loads(r.stdout)["ctx_sweep"]
+            check([s["ctx"] for s in sw] == [8, 32, 64], f"sweep order {sw}")
+            for s in sw:
+                check(s["steps"] == 3 and 0 < s["attn_pct"] <= 100 and s["us_per_head"] > 0,
+                      f"sweep row {s}")
+        r = run(["profile"] + common + ["--ctx-sweep", "8,16", "--sweep-steps", "2", "--csv"])
+        check(len(list(csv.DictReader(io.StringIO(r.stdout)))) == 2, "sweep csv rows")
+
+        # Bench.
+        r = run(["bench", "-m", model, "-t", "1,2", "-p", "16,24", "-n", "6", "-r", "2",
+                 "--json", "--probe-seconds", "0.05"])
+        if r.returncode == 0:
+            b = json.loads(r.stdout)
+            cfg = b["config"]
+            L, H, E, F, V = (cfg[k] for k in ("n_layer", "n_head", "n_embd", "n_ff", "n_vocab"))
+            tests = [(x["threads"], x["test"]) for x in b["rows"]]
+            check(tests == [(t, n) for t in (1, 2) for n in ("pp16", "pp24", "tg6")],
+                  f"bench rows {tests}")
+            check(len(b["machine"]) == 2, "bench machine rows")
+            for x in b["rows"]:
+                n = x["n_tokens"]
+                if x["test"].startswith("pp"):
+                    c = count(L, H, E, F, V, n, 0, 1)["forward"]
+                else:
+                    cs = [count(L, H, E, F, V, 1, i, 1)["forward"] for i in range(n)]
+                    c = {k: sum(q[k] for q in cs) for k in COST_KEYS}
+                check(close(x["flops_per_run"], c["flops"]), f"bench {x['test']} flops")
+                check(close(x["bytes_per_run"], c["weight_bytes"] + c["kv_bytes"]),
+                      f"bench {x['test']} bytes")
+                check(x["tok_s"] > 0 and x["reps"] == 2 and len(x["ms"]) == 2,
+                      f"bench row {x}")
+                check(x["roofline_frac"] is not None and x["roofline_frac"] > 0, "bench roof")
+        r = run(["bench", "-m", model, "-p", "8", "-n", "4", "-r", "1", "--no-roofline"])
+        table = [x for x in r.stdout.splitlines() if x.startswith("|")]
+        check(len(table) == 4 and "pp8" in table[2] and "tg4" in table[3], f"bench table: {r.stdout}")
+
+        # Usage errors: exit 2, one line on stderr.
+        bad = [
+            ["profile", "-m", model, "--bogus"],
+            ["profile", "-m", model, "--prompt-tokens", "0"],
+            ["profile", "-m", model, "--prompt-tokens", "12x"],
+            ["profile", "-m", model, "-n", "-1"],
+            ["profile", "-m", model, "-t", "0"],
+            ["profile", "-m", model, "--json", "--csv"],
+            ["profile", "-m", model, "--ctx-sweep", "8,,16"],
+            ["profile", "-m", model, "--ctx-sweep", "8,8"],
+            ["profile", "-m", model, "--ctx-sweep", "96"],
+            ["profile", "-m", model, "--prompt-tokens", "90", "-n", "10"],
+            ["profile", "-m", model, "--isa", "bogus"],
+            ["profile", "-m"],
+            ["bench", "-m", model, "-r", "0"],
+            ["bench", "-m", model, "-p", "abc"],
+            ["bench", "-m", model, "-t", "0"],
+            ["bench", "-m", model, "-p", "0", "-n", "0"],
+            ["bench", "-m", model, "-n", "97"],
+            ["bench", "-m", model, "--frobnicate"],
+        ]
+        for args in bad:
+            r = run(args, expect=2)
+            lines = r.stderr.strip().splitlines()
+            check(len(lines) == 1 and lines[0].startswith("tinygpt " + args[0]),
+                  f"{args}: stderr {r.stderr!r}")
+
+        # Runtime errors: exit 1, nothing written.
+        run(["profile", "-m", os.path.join(tmp, "missing.gguf")], expect=1)
+        run(["bench", "-m", os.path.join(tmp, "missing.gguf")], expect=1)
+        junk = os.path.join(tmp, "junk.gguf")
+        with open(junk, "wb") as f:
+            f.write(b"GGUF\x03\x00\x00\x00" + b"\xff" * 40)
+        run(["profile", "-m", junk], expect=1)
+        run(["profile"] + common + ["--prompt-tokens", "4", "-n", "1", "--trace",
+                                    os.path.join(tmp, "no", "such", "dir", "t.json")], expect=1)
+        check(run(["profile", "--help"]).stdout.startswith("usage"), "profile --help")
+        check(run(["bench", "--help"]).stdout.startswith("usage"), "bench --help")
+        check(not [f for f in os.listdir(tmp) if ".tmp." in f], "temp files left behind")
+    print(f"{failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
