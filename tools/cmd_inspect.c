@@ -23,7 +23,7 @@ typedef struct tensor_row {
     char name[160];
     int n_dims;
     int64_t shape[8]; /* numpy order */
-    const char *type;
+    char type[12];
     uint64_t bytes, offset;
 } tensor_row;
 
@@ -52,7 +52,7 @@ static void gguf_rows(report *r, const tg_gguf *g) {
         snprintf(row->name, sizeof row->name, "%s", t->name);
         row->n_dims = t->n_dims;
         for (int d = 0; d < t->n_dims; d++) row->shape[d] = t->ne[t->n_dims - 1 - d];
-        row->type = tg_ggml_type_name(t->type);
+        snprintf(row->type, sizeof row->type, "%s", tg_ggml_type_name(t->type));
         row->bytes = t->nbytes;
         row->offset = t->offset;
         /* llama.cpp wants the tensors packed in order at the alignment */
@@ -96,7 +96,7 @@ static void st_rows(report *r, const tg_st *st) {
         snprintf(row->name, sizeof row->name, "%s", t->name);
         row->n_dims = t->n_dims;
         memcpy(row->shape, t->shape, sizeof row->shape);
-        row->type = t->dtype;
+        snprintf(row->type, sizeof row->type, "%s", t->dtype);
         row->bytes = t->end - t->begin;
         row->offset = t->begin;
     }
@@ -140,7 +140,7 @@ static int print_text(const report *r) {
             char sh[128];
             shape_str(&r->rows[i], sh, sizeof sh);
             printf("  %-*s  %-14s %-5s %12" PRIu64 " bytes\n", (int)w, r->rows[i].name, sh,
-                   r->rows[i].type ? r->rows[i].type : "?", r->rows[i].bytes);
+                   r->rows[i].type, r->rows[i].bytes);
         }
     }
     if (r->warning[0]) printf("warning:       %s\n", r->warning);
@@ -191,7 +191,7 @@ static int print_json(report *r) {
         cJSON_AddStringToObject(t, "name", r->rows[i].name);
         cJSON *sh = cJSON_AddArrayToObject(t, "shape");
         for (int d = 0; d < r->rows[i].n_dims; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)r->rows[i].shape[d]));
-        cJSON_AddStringToObject(t, "type", r->rows[i].type ? r->rows[i].type : "?");
+        cJSON_AddStringToObject(t, "type", r->rows[i].type);
         cJSON_AddNumberToObject(t, "bytes", (double)r->rows[i].bytes);
         cJSON_AddNumberToObject(t, "offset", (double)r->rows[i].offset);
         cJSON_AddItemToArray(ts, t);

@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""`tinygpt inspect`, `init` and `convert` from the outside: exit codes
+(0 ok, 1 runtime, 2 usage), one-line errors, no output left behind on
+failure, inspect --json keys, and init's statistics against GPT-2's
+initialisation (read back with the independent GGUF reader of hf_oracle).
+
+usage: cli_test.py TINYGPT WEIGHTS_DUMP
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+TG, DUMP = sys.argv[1], sys.argv[2]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def run(*args):
+    return subprocess.run([TG, *args], capture_output=True)
+
+
+def expect(args, code, needle=b""):
+    r = run(*args)
+    check(r.returncode == code, f"{' '.join(args)}: exit {r.returncode}, want {code} ({r.stderr!r})")
+    if code:
+        check(needle in r.stderr, f"{' '.join(args)}: stderr {r.stderr!r} lacks {needle!r}")
+        check(r.stderr.startswith(b"tinygpt "), f"{' '.join(args)}: error not prefixed: {r.stderr!r}")
+    return r
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    p = lambda name: os.path.join(tmp, name)
+    m = p("m.gguf")
+    base = ["init", "--layers", "2", "--heads", "2", "--embd", "16", "--ctx", "32", "--byte-vocab"]
+
+    # usage errors: 2, nothing written
+    for args, needle in [
+        (["inspect"], b"PATH"),
+        (["inspect", "--bogus", m], b"unknown option"),
+        (["inspect", m, m], b"more than one"),
+        (["init"], b"required"),
+        (base, b"-o"),
+        (base + ["-o"], b"needs a value"),
+        (["init", "--layers", "0", "--heads", "2", "--embd", "16", "--ctx", "8", "--byte-vocab", "-o", m], b"--layers"),
+        (["init", "--layers", "x", "--heads", "2", "--embd", "16", "--ctx", "8", "--byte-vocab", "-o", m], b"--layers"),
+        (["init", "--layers", "1", "--heads", "3", "--embd", "16", "--ctx", "8", "--byte-vocab", "-o", m], b"multiple"),
+        (["init", "--layers", "1", "--heads", "2", "--embd", "16", "--ctx", "8", "-o", m], b"exactly one"),
+        (base + ["--vocab-from", m, "-o", m], b"exactly one"),
+        (base + ["--dtype", "q4", "-o", m], b"--dtype"),
+        (base + ["--seed", "-1", "-o", m], b"--seed"),
+        (["convert"], b"required"),
+        (["convert", tmp], b"required"),
+        (["convert", tmp, "-o", m, "--dtype", "f8"], b"--dtype"),
+        (["convert", tmp, "-o", m, "--what"], b"unknown option"),
+    ]:
+        expect(args, 2, needle)
+        check(not os.path.exists(m), f"{args}: wrote {m}")
+    for cmd in ("inspect", "init", "convert"):
+        r = expect([cmd, "--help"], 0)
+        check(r.stdout.startswith(b"usage: tinygpt " + cmd.encode()), f"{cmd} --help: {r.stdout!r}")
+
+    # runtime errors: 1
+    expect(["inspect", p("missing.gguf")], 1, b"no such file")
+    expect(["convert", p("missing"), "-o", m], 1, b"missing")
+    expect(["init", "--layers", "1", "--heads", "1", "--embd", "4", "--ctx", "4", "--vocab-from", p("nope"), "-o", m],
+           1, b"nope")
+    expect(base + ["-o", "/nonexistent-dir/m.gguf"], 1, b"/nonexistent-dir/m.gguf")
+    for name, content, needle in [("empty.gguf", b"", b"empty file"), ("lfs.gguf", b"version https://git-lfs.github.com/spec/v1\n", b"Git LFS"),
+                                  ("page.gguf", b"<html></html>", b"HTML")]:
+        open(p(name), "wb").write(content)
+        expect(["inspect", p(name)], 1, needle)
+        expect(["inspect", "--json", p(name)], 1, needle)
+        expect(["convert", p(name), "-o", m], 1, needle)
+    expect(["inspect", tmp], 1, b"not a model")
+    check(not os.path.exists(m), "a failed command left an output")
+
+    # init: deterministic by seed, GPT-2 statistics
+    expect(base + ["-o", m, "--seed", "5"], 0)
+    expect(base + ["-o", p("m2.gguf"), "--seed", "5"], 0)
+    expect(base + ["-o", p("m3.gguf"), "--seed", "6"], 0)
+    a, b, c = (open(x, "rb").read() for x in (m, p("m2.gguf"), p("m3.gguf")))
+    check(a == b, "init with the same seed differs")
+    check(a != c, "init with another seed is the same")
+    # no temporary files left beside the outputs
+    check(sorted(os.listdir(tmp)) == sorted(["m.gguf", "m2.gguf", "m3.gguf", "empty.gguf", "lfs.gguf", "page.gguf"]),
+          f"leftovers: {os.listdir(tmp)}")
+
+    r = subprocess.run([DUMP, m, p("d.bin")], capture_output=True, text=True)
+    check(r.returncode == 0, f"dump: {r.stderr}")
+    info = json.loads(r.stdout)
+    w = np.fromfile(p("d.bin"), dtype="<f4")
+    L, E, C, V, F = 2, 16, 32, 257, 64
+    check(info["tied"] == 1 and info["n_vocab"] == V and info["n_ff"] == F, f"init config {info}")
+    o = 0
+
+    def take(n):
+        global o
+        o += n
+        return w[o - n:o]
+
+    def normal(x, std, what):
+        # the sample std of n normals is within ~4.5 standard errors (std/sqrt(2n))
+        n = len(x)
+        s = float(np.sqrt(np.mean(x.astype(np.float64) ** 2)))
+        check(abs(s - std) <= 4.5 * std / np.sqrt(2 * n), f"{what}: std {s}, want {std}")
+        check(abs(float(np.mean(x))) <= 4.5 * std / np.sqrt(n), f"{what}: mean {np.mean(x)}")
+
+    normal(take(V * E), 0.02, "token_embd")
+    normal(take(C * E), 0.02, "position_embd")
+    res = 0.02 / np.sqrt(2 * L)
+    for l in range(L):
+        check(np.all(take(E) == 1) and np.all(take(E) == 0), f"blk.{l}.attn_norm")
+        normal(take(3 * E * E), 0.02, f"blk.{l}.attn_qkv")
+        check(np.all(take(3 * E) == 0), "qkv bias")
+        normal(take(E * E), res, f"blk.{l}.attn_output (residual, scaled)")
+        check(np.all(take(E) == 0), "proj bias")
+        check(np.all(take(E) == 1) and np.all(take(E) == 0), f"blk.{l}.ffn_norm")
+        normal(take(F * E), 0.02, f"blk.{l}.ffn_up")
+        check(np.all(take(F) == 0), "up bias")
+        normal(take(E * F), res, f"blk.{l}.ffn_down (residual, scaled)")
+        check(np.all(take(E) == 0), "down bias")
+    check(np.all(take(E) == 1) and np.all(take(E) == 0), "output_norm")
+    check(np.array_equal(take(V * E), w[:V * E]), "output is not token_embd")
+    check(o == len(w), "dump length")
+
+    # inspect: text and JSON
+    r = expect(["inspect", m], 0)
+    check(b"layers 2, heads 2, head size 8, embedding 16" in r.stdout, f"inspect text: {r.stdout[:400]!r}")
+    r = expect(["inspect", "--json", m], 0)
+    j = json.loads(r.stdout)
+    for k, v in {"architecture": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 16, "n_ctx": 32, "n_vocab": 257,
+                 "n_params": info["n_params"], "head_size": 8, "vocab_only": False}.items():
+        check(j.get(k) == v, f"inspect --json {k} = {j.get(k)}, want {v}")
+    check(len(j["tensors"]) == 5 + 12 * L and j["tensors"][0] == {"name": "token_embd.weight", "shape": [V, E],
+                                                                  "type": "F32", "bytes": V * E * 4, "offset": 0},
+          f"inspect tensors {j['tensors'][:1]}")
+    check(j["problems"] == [] and j["tokenizer"]["pre"] == "gpt-2", f"inspect problems {j['problems']}")
+    check(j["metadata"]["general.architecture"] == "gpt2", "metadata")
+
+    # f16 init, convert GGUF -> GGUF (re-encode), vocab-only GGUF
+    expect(base + ["--dtype", "f16", "-o", p("h.gguf")], 0)
+    r = expect(["inspect", "--json", p("h.gguf")], 0)
+    types = {t["name"]: t["type"] for t in json.loads(r.stdout)["tensors"]}
+    check(types["blk.0.ffn_up.weight"] == "F16" and types["blk.0.ffn_up.bias"] == "F32", f"f16 types {types}")
+    expect(["convert", p("h.gguf"), "-o", p("h32.gguf")], 0)
+    r = expect(["inspect", "--json", p("h32.gguf")], 0)
+    check(all(t["type"] == "F32" for t in json.loads(r.stdout)["tensors"]), "re-encode to f32")
+    expect(["init", "--layers", "1", "--heads", "1", "--embd", "4", "--ctx", "4", "--vocab-from", m, "-o", p("v.gguf")], 0)
+    r = expect(["inspect", "--json", p("v.gguf")], 0)
+    check(json.loads(r.stdout)["n_vocab"] == 257, "vocab-from")
+
+print(f"cli_test: {failures} failed")
+sys.exit(1 if failures else 0)
