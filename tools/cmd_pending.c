@@ -9,4 +9,3 @@
         return cli_error(name, "not implemented yet (tracked in issue #%d)", issue); \
     }
 
-PENDING(cmd_tokenize, "tokenize", 4)

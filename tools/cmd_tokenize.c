@@ -1,0 +1,170 @@
+/* cmd_tokenize.c — `tinygpt tokenize`: the token ids of a text under a
+ * model's tokenizer (only the vocabulary is loaded). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/tokenizer.h"
+#include "tools/cli.h"
+#include "weights/gpt2.h"
+
+static const char *const CMD = "tokenize";
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt tokenize [-m MODEL] (-p TEXT | -f FILE) [--json] [--verbose]\n"
+            "  -m MODEL            GGUF file (a vocabulary-only one will do) or Hugging Face\n"
+            "                      folder (vocab.json, merges.txt) (default: the shipped model)\n"
+            "  -p TEXT | -f FILE   the text\n"
+            "  --json              print {\"ids\": [...]} (with --verbose also \"pieces\", each\n"
+            "                      token as spelled in the vocabulary, e.g. \"Ġthe\")\n"
+            "  --verbose           one token per line: id and its bytes, escaped\n"
+            "  --no-parse-special  treat \"<|endoftext|>\" in the text as plain text (as the\n"
+            "                      reference GPT-2 encoder does); by default it is the special\n"
+            "                      token, as in `generate`\n");
+}
+
+/* The length of the well-formed UTF-8 character at s[0..n), or 0. */
+static size_t utf8_char(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t len = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (!len || len > n) return 0;
+    uint32_t cp = c & (0x3F >> (len - 1));
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* Bytes as a C-like literal: printable ASCII and valid UTF-8 as is, the
+ * rest escaped, so a token's exact bytes are visible. */
+static void put_escaped(FILE *f, const char *p, size_t n) {
+    const unsigned char *s = (const unsigned char *)p;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c == '\\' || c == '\'') fprintf(f, "\\%c", c);
+        else if (c >= 0x20 && c < 0x7F) fputc(c, f);
+        else if (c >= 0x80) {
+            size_t len = utf8_char(s + i, n - i);
+            if (len) {
+                fwrite(s + i, 1, len, f);
+                i += len;
+                continue;
+            }
+            fprintf(f, "\\x%02x", c);
+        } else fprintf(f, "\\x%02x", c);
+        i++;
+    }
+}
+
+/* A JSON string of valid UTF-8 (vocabulary strings are). */
+static void put_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *model_path = NULL, *prompt = NULL, *file = NULL;
+    int json = 0, verbose = 0, parse_special = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--verbose")) {
+            verbose = 1;
+        } else if (!strcmp(a, "--no-parse-special")) {
+            parse_special = 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f")) {
+            if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
+            if (a[1] == 'm') model_path = v;
+            else if (a[1] == 'p') prompt = v;
+            else file = v;
+        } else {
+            help(stderr);
+            return cli_usage(CMD, "unknown option '%s'", a);
+        }
+    }
+    if (!prompt == !file) return cli_usage(CMD, "give the text with exactly one of -p TEXT or -f FILE");
+    if (!model_path && !(model_path = cli_default_model()))
+        return cli_error(CMD, "no model given and the default model weights/shakespeare-4h.gguf is not "
+                              "there; pass -m MODEL (a GGUF file or a Hugging Face folder)");
+
+    tg_err err = {{0}};
+    size_t len = 0;
+    char *text = NULL;
+    if (file) {
+        if (!(text = cli_read_file(file, &len, &err))) return cli_error(CMD, "%s", err.msg);
+    } else {
+        len = strlen(prompt);
+    }
+    const char *src = file ? text : prompt;
+
+    tg_gpt2_model m;
+    tg_tokenizer *tok = NULL;
+    int *ids = NULL;
+    size_t n_ids = 0;
+    int code = EXIT_OK;
+    if (tg_gpt2_load(&m, model_path, 1, &err)) {
+        free(text);
+        return cli_error(CMD, "%s", err.msg);
+    }
+    if (tg_tokenizer_create(&tok, &m.vocab, &err)) {
+        code = cli_error(CMD, "%s: %s", model_path, err.msg);
+        goto done;
+    }
+    if (tg_tokenizer_encode(tok, src, len, parse_special, &ids, &n_ids, &err)) {
+        code = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+
+    if (json) {
+        fputs("{\"ids\": [", stdout);
+        for (size_t i = 0; i < n_ids; i++) printf(i ? ", %d" : "%d", ids[i]);
+        fputc(']', stdout);
+        if (verbose) {
+            fputs(", \"pieces\": [", stdout);
+            for (size_t i = 0; i < n_ids; i++) {
+                if (i) fputs(", ", stdout);
+                put_json_str(stdout, m.vocab.tokens[ids[i]]);
+            }
+            fputc(']', stdout);
+        }
+        fputs("}\n", stdout);
+    } else if (verbose) {
+        for (size_t i = 0; i < n_ids; i++) {
+            size_t pl;
+            const char *piece = tg_tokenizer_piece(tok, ids[i], &pl);
+            printf("%6d '", ids[i]);
+            put_escaped(stdout, piece, pl);
+            fputs("'\n", stdout);
+        }
+        fprintf(stderr, "%zu tokens, %zu bytes\n", n_ids, len);
+    } else {
+        for (size_t i = 0; i < n_ids; i++) printf(i ? " %d" : "%d", ids[i]);
+        fputc('\n', stdout);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) code = cli_error(CMD, "cannot write the output");
+done:
+    free(ids);
+    tg_tokenizer_free(tok);
+    tg_gpt2_free(&m);
+    free(text);
+    return code;
+}
