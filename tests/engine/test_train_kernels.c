@@ -1,0 +1,224 @@
+/* test_train_kernels.c — the training kernels (gemm, layernorm/GELU/softmax
+ * backward) on every ISA against the C reference: awkward shapes, every
+ * operand layout the trainer uses, row sub-ranges, accumulation, guard
+ * bytes, and the gemm's promise that a row's result does not depend on the
+ * range it was computed in. */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/engine/checkasm.h"
+
+#define EPS ((double)FLT_EPSILON)
+
+/* ---- gemm ---------------------------------------------------------------------- */
+
+typedef struct gemm_case {
+    int M, N, K, ta, tb; /* ta: A stored [K,M] (read transposed); tb: B stored [N,K] */
+} gemm_case;
+
+/* One gemm case on every engine, rows m0..m1 with and without accumulation. */
+static void gemm_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck_rng *rng,
+                       gemm_case c, int m0, int m1) {
+    int M = c.M, N = c.N, K = c.K, ldc = N + 3;
+    float *a = ck_alloc((size_t)M * K), *b = ck_alloc((size_t)K * N);
+    ck_fill(rng, a, (size_t)M * K, -1, 1);
+    ck_fill(rng, b, (size_t)K * N, -1, 1);
+    ptrdiff_t rsa = c.ta ? 1 : K, csa = c.ta ? M : 1, rsb = c.tb ? 1 : N, csb = c.tb ? K : 1;
+    size_t nc = (size_t)M * ldc;
+    float *c0 = ck_alloc(nc), *want = ck_alloc(nc), *got = ck_alloc(nc), *tol = ck_alloc(nc);
+    float *ws = ck_alloc(TG_GEMM_WS);
+    ck_fill(rng, c0, nc, -1, 1);
+    for (int acc = 0; acc < 2; acc++) {
+        memcpy(want, c0, nc * sizeof(float));
+        ref->k.gemm(want, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, NULL);
+        /* tol = (K + 2)·eps·(Σ|a·b| + |c|) on the computed rows, exact elsewhere */
+        for (size_t i = 0; i < nc; i++) tol[i] = 0.0f;
+        for (int m = m0; m < m1; m++)
+            for (int n = 0; n < N; n++) {
+                double s = acc ? fabs(c0[(size_t)m * ldc + n]) : 0.0;
+                for (int k = 0; k < K; k++) s += fabs(a[m * rsa + k * csa] * b[k * rsb + n * csb]);
+                tol[(size_t)m * ldc + n] = (float)((K + 2) * EPS * s);
+            }
+        for (int e = 0; e < n_eng; e++) {
+            memcpy(got, c0, nc * sizeof(float));
+            ck_poison(ws, TG_GEMM_WS);
+            eng[e].k.gemm(got, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, ws);
+            CK_EXPECT_GUARDS(got, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d acc%d",
+                             tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, acc);
+            CK_EXPECT_GUARDS(ws, "gemm %s workspace", tg_isa_name(eng[e].isa));
+            CK_EXPECT_CLOSE(got, want, tol, nc, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d acc%d",
+                            tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, acc);
+            /* the same rows computed in two pieces are bit-identical */
+            if (m1 - m0 >= 2) {
+                float *split = ck_alloc(nc);
+                memcpy(split, c0, nc * sizeof(float));
+                int mid = m0 + (m1 - m0) / 2 + 1;
+                if (mid >= m1) mid = m1 - 1;
+                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, mid, acc, ws);
+                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, mid, m1, acc, ws);
+                CK_EXPECT_BITEQUAL(split, got, nc, "gemm %s M%d N%d K%d split at %d",
+                                   tg_isa_name(eng[e].isa), M, N, K, mid);
+                ck_free(split);
+            }
+        }
+    }
+    ck_free(a), ck_free(b), ck_free(c0), ck_free(want), ck_free(got), ck_free(tol), ck_free(ws);
+}
+
+Test(train_kernels, gemm) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    /* small and awkward shapes, the K/N block edges (256), all four layouts */
+    const int Ms[] = {1, 5, 6, 7, 13, 97, 200}, Ns[] = {1, 8, 15, 16, 17, 40, 257, 300};
+    const int Ks[] = {1, 3, 16, 33, 255, 256, 300, 520};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int i = 0; i < 7; i++) {
+                gemm_case c = {Ms[i], Ns[(i + ta + 2 * tb) % 8], Ks[(i * 3 + ta) % 8], ta, tb};
+                gemm_check(&ref, eng, n_eng, &rng, c, 0, c.M);
+                if (c.M > 4) gemm_check(&ref, eng, n_eng, &rng, c, 2, c.M - 1);
+            }
+    /* K == 0: C = 0 (or unchanged with acc) */
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){9, 20, 0, 0, 0}, 0, 9);
+}
+
+/* The trainer's shapes: the block-causal attention calls (K up to the block
+ * end, A/B rows 3E apart) and a [BT,E]·[E,3E] projection. */
+Test(train_kernels, gemm_trainer_shapes) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){128, 384, 128, 0, 1}, 0, 128);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){70, 64, 12, 0, 1}, 64, 70);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){130, 32, 130, 1, 0}, 64, 128);
+}
+
+/* ---- layernorm backward ----------------------------------------------------------- */
+
+Test(train_kernels, layernorm_bwd) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const int ns[] = {1, 7, 8, 9, 31, 64, 128, 129, 384, 1000};
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        int n = ns[k], T = 5;
+        size_t sz = (size_t)T * n;
+        float *x = ck_alloc(sz), *dy = ck_alloc(sz), *g = ck_alloc(n), *dx0 = ck_alloc(sz);
+        float *dg0 = ck_alloc(n), *db0 = ck_alloc(n);
+        ck_fill(&rng, x, sz, -2, 3), ck_fill(&rng, dy, sz, -1, 1), ck_fill(&rng, g, n, 0.5f, 1.5f);
+        ck_fill(&rng, dx0, sz, -1, 1), ck_fill(&rng, dg0, n, -1, 1), ck_fill(&rng, db0, n, -1, 1);
+        float *wdx = ck_alloc(sz), *wdg = ck_alloc(n), *wdb = ck_alloc(n);
+        memcpy(wdx, dx0, sz * 4), memcpy(wdg, dg0, n * 4), memcpy(wdb, db0, n * 4);
+        ref.k.layernorm_bwd(wdx, wdg, wdb, dy, x, g, T, n, 1e-5f);
+        /* tolerances: every term's magnitude times (n + 8)·eps, in double */
+        float *tdx = ck_alloc(sz), *tdg = ck_alloc(n), *tdb = ck_alloc(n);
+        for (int i = 0; i < n; i++) tdg[i] = (float)(EPS * fabs(dg0[i])), tdb[i] = (float)(EPS * fabs(db0[i]));
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * n, *dyt = dy + (size_t)t * n;
+            double mean = 0, var = 0, su = 0, sux = 0;
+            for (int i = 0; i < n; i++) mean += xt[i];
+            mean /= n;
+            for (int i = 0; i < n; i++) var += (xt[i] - mean) * (xt[i] - mean);
+            double rstd = 1.0 / sqrt(var / n + 1e-5);
+            for (int i = 0; i < n; i++) {
+                double xh = (xt[i] - mean) * rstd;
+                su += fabs(g[i] * dyt[i]), sux += fabs(g[i] * dyt[i] * xh);
+                tdg[i] += (float)((n + 8) * EPS * fabs(dyt[i] * xh) * (1 + fabs(xh))) * 4;
+                tdb[i] += (float)((T + 2) * EPS * fabs(dyt[i]));
+            }
+            for (int i = 0; i < n; i++) {
+                double xh = (xt[i] - mean) * rstd;
+                double mag = rstd * (fabs(g[i] * dyt[i]) + su / n + fabs(xh) * sux / n);
+                tdx[(size_t)t * n + i] = (float)(4 * (n + 8) * EPS * mag * (1 + fabs(xh)) +
+                                                 2 * EPS * fabs(dx0[(size_t)t * n + i]));
+            }
+        }
+        /* dg/db sums run over T rows: scale by T */
+        for (int i = 0; i < n; i++) tdg[i] *= T, tdb[i] *= 2;
+        for (int e = 0; e < n_eng; e++) {
+            float *dx = ck_alloc(sz), *dg = ck_alloc(n), *db = ck_alloc(n);
+            memcpy(dx, dx0, sz * 4), memcpy(dg, dg0, n * 4), memcpy(db, db0, n * 4);
+            eng[e].k.layernorm_bwd(dx, dg, db, dy, x, g, T, n, 1e-5f);
+            CK_EXPECT_GUARDS(dx, "layernorm_bwd %s n=%d dx", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_GUARDS(dg, "layernorm_bwd %s n=%d dg", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_GUARDS(db, "layernorm_bwd %s n=%d db", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(dx, wdx, tdx, sz, "layernorm_bwd %s n=%d dx", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(dg, wdg, tdg, n, "layernorm_bwd %s n=%d dg", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(db, wdb, tdb, n, "layernorm_bwd %s n=%d db", tg_isa_name(eng[e].isa), n);
+            ck_free(dx), ck_free(dg), ck_free(db);
+        }
+        ck_free(x), ck_free(dy), ck_free(g), ck_free(dx0), ck_free(dg0), ck_free(db0);
+        ck_free(wdx), ck_free(wdg), ck_free(wdb), ck_free(tdx), ck_free(tdg), ck_free(tdb);
+    }
+}
+
+/* ---- GELU and softmax backward ------------------------------------------------------ */
+
+Test(train_kernels, gelu_bwd) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const int ns[] = {1, 7, 8, 9, 63, 1000, 4099};
+    const double c = sqrt(2.0 / M_PI);
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        int n = ns[k];
+        float *x = ck_alloc(n), *dy = ck_alloc(n), *want = ck_alloc(n), *tol = ck_alloc(n);
+        ck_fill(&rng, x, n, -6, 6), ck_fill(&rng, dy, n, -1, 1);
+        ref.k.gelu_bwd(want, x, dy, n);
+        /* u and tanh(u) to a few ulps: δ(GELU') ≤ |dy|·(1 + |x|·du·(1 + |u|))·16·eps */
+        for (int i = 0; i < n; i++) {
+            double v = x[i], u = c * (v + 0.044715 * v * v * v), du = c * (1 + 3 * 0.044715 * v * v);
+            tol[i] = (float)(16 * EPS * fabs(dy[i]) * (1 + fabs(v) * du * (1 + fabs(u))));
+        }
+        for (int e = 0; e < n_eng; e++) {
+            float *got = ck_alloc(n);
+            eng[e].k.gelu_bwd(got, x, dy, n);
+            CK_EXPECT_GUARDS(got, "gelu_bwd %s n=%d", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(got, want, tol, n, "gelu_bwd %s n=%d", tg_isa_name(eng[e].isa), n);
+            /* in place over dy */
+            float *inplace = ck_alloc(n);
+            memcpy(inplace, dy, n * 4);
+            eng[e].k.gelu_bwd(inplace, x, inplace, n);
+            CK_EXPECT_BITEQUAL(inplace, got, n, "gelu_bwd %s n=%d in place", tg_isa_name(eng[e].isa), n);
+            ck_free(got), ck_free(inplace);
+        }
+        ck_free(x), ck_free(dy), ck_free(want), ck_free(tol);
+    }
+}
+
+Test(train_kernels, softmax_bwd) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const int ns[] = {1, 2, 7, 8, 9, 64, 65, 256, 1000};
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        int n = ns[k];
+        float *p = ck_alloc(n), *dy = ck_alloc(n), *want = ck_alloc(n), *tol = ck_alloc(n);
+        ck_fill(&rng, p, n, -3, 3), ck_fill(&rng, dy, n, -1, 1);
+        ref.k.softmax(p, n);
+        float scale = 0.125f;
+        ref.k.softmax_bwd(want, p, dy, n, scale);
+        double s = 0;
+        for (int i = 0; i < n; i++) s += fabs(p[i] * dy[i]);
+        for (int i = 0; i < n; i++) tol[i] = (float)((n + 8) * EPS * scale * p[i] * (fabs(dy[i]) + s) * 2);
+        for (int e = 0; e < n_eng; e++) {
+            float *got = ck_alloc(n);
+            memcpy(got, dy, n * 4);
+            eng[e].k.softmax_bwd(got, p, got, n, scale); /* in place, as the trainer calls it */
+            CK_EXPECT_GUARDS(got, "softmax_bwd %s n=%d", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(got, want, tol, n, "softmax_bwd %s n=%d", tg_isa_name(eng[e].isa), n);
+            ck_free(got);
+        }
+        ck_free(p), ck_free(dy), ck_free(want), ck_free(tol);
+    }
+}
