@@ -4,11 +4,12 @@ against the shared and against the static library) runs a random byte-level
 GPT-2 written as GGUF; its prefill logits and greedy continuation must match
 the PyTorch reference of gpt_oracle.py.
 
-With --install BUILDDIR TEST_LIB_C, it also installs the build into a
+With --install BUILDDIR TEST_LIB_C SANITIZE, it also installs the build into a
 temporary DESTDIR (meson install), compiles TEST_LIB_C against the installed
-header and library with the installed pkg-config file, and runs that too.
+header and library with the installed pkg-config file (and -fsanitize=SANITIZE unless it is
+"none", as the library was built with it), and runs that too.
 
-usage: lib_test.py [--install BUILDDIR TEST_LIB_C] TEST_LIB [TEST_LIB ...]
+usage: lib_test.py [--install BUILDDIR TEST_LIB_C SANITIZE] TEST_LIB [TEST_LIB ...]
 """
 import glob
 import os
@@ -24,7 +25,7 @@ import cli_test as ct  # noqa: E402
 import gpt_oracle as go  # noqa: E402
 
 
-def install_and_build(builddir, src, dest, env, failures):
+def install_and_build(builddir, src, sanitize, dest, env, failures):
     """meson install into dest, then cc src with the installed tinygpt.pc."""
     r = subprocess.run(["meson", "install", "-C", builddir, "--destdir", dest, "--no-rebuild",
                         "--quiet"], capture_output=True, text=True, timeout=300)
@@ -39,7 +40,8 @@ def install_and_build(builddir, src, dest, env, failures):
                            text=True, env=penv)
     exe = os.path.join(dest, "test_lib_installed")
     cc = shutil.which("cc") or "gcc"
-    r = subprocess.run([cc, "-o", exe, src] + flags.stdout.split() + ["-pthread"],
+    san = [] if sanitize == "none" else ["-fsanitize=" + sanitize]
+    r = subprocess.run([cc, "-o", exe, src] + san + flags.stdout.split() + ["-pthread"],
                        capture_output=True, text=True)
     if flags.returncode != 0 or r.returncode != 0:
         failures.append("building against the installed library: %s %s"
@@ -65,11 +67,11 @@ def main():
         go.write_gguf(model, w, cfg)
         env = dict(os.environ)
         if args[:1] == ["--install"]:
-            builddir, src = args[1], args[2]
-            args = args[3:]
+            builddir, src, sanitize = args[1], args[2], args[3]
+            args = args[4:]
             dest = os.path.join(tmp, "dest")
             checks += 1
-            exe = install_and_build(builddir, src, dest, env, failures)
+            exe = install_and_build(builddir, src, sanitize, dest, env, failures)
             if exe:
                 args.append(exe)
         for exe in args:
