@@ -92,7 +92,9 @@ typedef struct tg_kernels {
     /* Attention core for one head, T causal queries (prefill):
      *   query t (row t of q, ldq apart) sees positions 0..pos0+t of K/V;
      *   o[t] = softmax(q[t]·Kᵀ·scale) · V, written ldo apart.
-     * Tiled with an online softmax: never materialises T×P. */
+     * Tiled with an online softmax: never materialises T×P. Row t's bits
+     * depend only on its own query and keys, not on how the T queries are
+     * split into calls (pos0 + t0), so callers may chunk or thread them. */
     void (*attn_prefill)(float *o, const float *q, const float *k, const float *v,
                          int T, int pos0, int hs, int ldq, int ldk, int ldo,
                          float scale);

@@ -509,3 +509,39 @@ Test(attn, prefill_masked_nan) {
         prefill_free(&c);
     }
 }
+
+/* Row t of a prefill does not depend on how the T queries are split into
+ * calls (the model hands blocks of queries to threads, and prefills a
+ * prompt in chunks): the whole in one call == pieces at pos0 + t0, bit for
+ * bit, on every ISA. */
+Test(attn, prefill_split_bitidentical) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int shapes[][3] = {/* T, pos0, HS */
+        {5, 0, 3}, {17, 3, 16}, {40, 0, 32}, {70, 20, 64}, {129, 0, 64}, {100, 200, 33}};
+    for (int s = 0; s < LEN(shapes); s++) {
+        int T = shapes[s][0], pos0 = shapes[s][1], hs = shapes[s][2];
+        prefill_case c = prefill_new(&r, T, pos0, hs);
+        size_t no = ck_len(c.obuf);
+        float *whole = ck_alloc(no);
+        for (int e = 0; e < n_eng; e++) {
+            prefill_run(&eng[e], &c);
+            memcpy(whole, c.obuf, no * sizeof *whole);
+            ck_poison(c.obuf, no);
+            for (int t0 = 0; t0 < T;) {
+                int t1 = t0 + ck_randi(&r, 1, 20);
+                if (t1 > T) t1 = T;
+                eng[e].k.attn_prefill(c.obuf + (size_t)t0 * c.ldo + c.off_o, c.q + (size_t)t0 * c.ldq,
+                                      c.k, c.v, t1 - t0, pos0 + t0, hs, c.ldq, c.ldk, c.ldo, c.scale);
+                t0 = t1;
+            }
+            CK_EXPECT_GUARDS(c.obuf, "attn_prefill %s T=%d pos0=%d hs=%d pieces",
+                             tg_isa_name(eng[e].isa), T, pos0, hs);
+            CK_EXPECT_BITEQUAL(c.obuf, whole, no, "attn_prefill %s T=%d pos0=%d hs=%d whole vs pieces",
+                               tg_isa_name(eng[e].isa), T, pos0, hs);
+        }
+        ck_free(whole);
+        prefill_free(&c);
+    }
+}
