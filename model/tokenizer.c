@@ -330,12 +330,12 @@ const char *tg_tokenizer_piece(const tg_tokenizer *t, int id, size_t *len) {
  * string with any other code point (an added token like "<pad>" written
  * outside the byte alphabet) decodes to its own UTF-8 text. Returns the
  * length written to out (capacity >= strlen(s)). */
-static size_t token_bytes(const char *s, uint8_t *out) {
+static size_t token_bytes(const char *s, const int16_t cp_byte[324], uint8_t *out) {
     size_t n = strlen(s), k = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         int l = utf8_decode((const uint8_t *)s + i, n - i, &cp);
-        int b = l ? tg_gpt2_cp_to_byte(cp) : -1;
+        int b = l && cp < 324 ? cp_byte[cp] : -1;
         if (b < 0) {
             memcpy(out, s, n);
             return n;
@@ -387,6 +387,8 @@ tg_status tg_tokenizer_create(tg_tokenizer **out, const tg_vocab *v, tg_err *err
         !t->str_map || !t->cache)
         goto nomem;
 
+    int16_t cp_byte[324]; /* code point -> byte, -1 for none */
+    for (uint32_t cp = 0; cp < 324; cp++) cp_byte[cp] = (int16_t)tg_gpt2_cp_to_byte(cp);
     size_t so = 0, bo = 0;
     for (int i = 0; i < V; i++) {
         size_t n = strlen(v->tokens[i]);
@@ -394,7 +396,7 @@ tg_status tg_tokenizer_create(tg_tokenizer **out, const tg_vocab *v, tg_err *err
         t->str_off[i] = so;
         so += n + 1;
         t->bytes_off[i] = bo;
-        bo += token_bytes(v->tokens[i], (uint8_t *)t->bytes + bo);
+        bo += token_bytes(v->tokens[i], cp_byte, (uint8_t *)t->bytes + bo);
         t->bytes[bo++] = 0;
         /* first id wins for a repeated string */
         if (str_lookup(t, v->tokens[i], n) < 0) {
