@@ -107,8 +107,11 @@ static void bench_header(void) {
  * at least once — weights, inputs, outputs). */
 static void bench_row(const char *kernel, const char *isa, const char *shape, const char *mem,
                       int threads, bench_result r, double flops, double bytes, const char *base) {
-    printf("%-8s %-7s %-26s %-5s %3d %10.2f %8.2f %8.2f  ", kernel, isa, shape, mem, threads, r.us,
-           flops / r.us * 1e-3, bytes / r.us * 1e-3);
+    printf("%-8s %-7s %-26s %-5s %3d %10.2f ", kernel, isa, shape, mem, threads, r.us);
+    if (flops > 0) printf("%8.2f ", flops / r.us * 1e-3);
+    else printf("%8s ", "-");
+    if (bytes > 0) printf("%8.2f  ", bytes / r.us * 1e-3);
+    else printf("%8s  ", "-");
     if (r.base_us > 0)
         printf("%-9s %10.2f %6.2fx\n", base, r.base_us, r.speedup);
     else
@@ -206,6 +209,14 @@ static void bench_matmul(bench_ctx *bc) {
 #endif
                         bench_row("matmul", tg_isa_name(m.e->isa), shape, cold ? "dram" : "hot",
                                   th, r, flops, bytes, T == 1 ? "sgemv" : "sgemm");
+                        if (th > 1 && m.e->isa != TG_ISA_SCALAR) {
+                            /* scaling: our th threads against our 1 thread */
+                            mm_bench one = m;
+                            one.pool = bc->pool[1];
+                            r = bench_pair(bc, mm_ours, &m, mm_ours, &one);
+                            bench_row("matmul", tg_isa_name(m.e->isa), shape,
+                                      cold ? "dram" : "hot", th, r, flops, bytes, "1 thread");
+                        }
                     }
                 }
                 for (int c = 0; c < n_w; c++) free(m.w[c]);
@@ -217,12 +228,54 @@ static void bench_matmul(bench_ctx *bc) {
     }
 }
 
+/* ---- the pool ------------------------------------------------------------------ */
+
+static void empty_task(void *ctx, int ith, int nth) {
+    (void)ctx, (void)ith, (void)nth;
+}
+
+typedef struct pool_bench {
+    tg_pool *pool;
+    long pause_us; /* idle time before each job: > the spin window wakes sleepers */
+} pool_bench;
+
+static void pool_job(void *p, long i) {
+    pool_bench *pb = p;
+    (void)i;
+    if (pb->pause_us) {
+        struct timespec ts = {0, pb->pause_us * 1000};
+        nanosleep(&ts, NULL);
+    }
+    tg_pool_run(pb->pool, tg_pool_size(pb->pool), empty_task, NULL);
+}
+
+static void pool_pause(void *p, long i) {
+    pool_bench *pb = p;
+    (void)i;
+    struct timespec ts = {0, pb->pause_us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* What handing out a job costs: an empty job on all threads, back to back
+ * (workers spinning) and after 2 ms idle (workers asleep; the pause itself
+ * is measured alone as the baseline, so base us - us is the wake cost). */
+static void bench_pool(bench_ctx *bc) {
+    for (int th = 2; th <= bc->max_threads; th++) {
+        pool_bench hot = {bc->pool[th], 0}, cold = {bc->pool[th], 2000};
+        bench_result r = bench_pair(bc, pool_job, &hot, NULL, NULL);
+        bench_row("pool", "-", "empty job, spinning", "-", th, r, 0, 0, "-");
+        r = bench_pair(bc, pool_job, &cold, pool_pause, &cold);
+        bench_row("pool", "-", "empty job after 2 ms", "-", th, r, 0, 0, "2ms sleep");
+    }
+}
+
 /* ---- the kernels to run --------------------------------------------------------- */
 
 static const struct {
     const char *name;
     void (*run)(bench_ctx *);
 } benches[] = {
+    {"pool", bench_pool},
     {"matmul", bench_matmul},
 };
 

@@ -28,6 +28,8 @@ static void matmul_range(void *ctx, int o0, int o1, int ith) {
 void tg_matmul(const tg_engine *e, tg_pool *pool, float *y, const float *x,
                const float *w, const float *b, int T, int in, int out) {
     matmul_job j = {e, y, x, w, b, T, in, out};
-    double flops = 2.0 * T * (double)in * out;
-    tg_parallel_for(pool, out, TG_ROW_BLOCK, flops, matmul_range, &j);
+    /* The decode GEMV is memory-bound: its cost is the bytes of W it
+     * streams (twice its flops); the GEMM's is its flops. */
+    double work = T == 1 ? 4.0 * in * (double)out : 2.0 * T * (double)in * out;
+    tg_parallel_for(pool, out, TG_ROW_BLOCK, work, matmul_range, &j);
 }

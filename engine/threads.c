@@ -1,30 +1,58 @@
 /* threads.c — a persistent worker pool. The caller is worker 0; workers
- * 1..n-1 wait for a job (spin briefly, then sleep on a condition variable),
- * run fn(ctx, ith, nth), and check in at a barrier the caller waits on. */
+ * 1..n-1 wait for a job — spinning for SPIN_NS, then sleeping on a condition
+ * variable — run fn(ctx, ith, nth), and check in at a counter the caller
+ * waits on (spinning, then sleeping, the same way).
+ *
+ * Spinning yields the CPU every few µs, so that on an oversubscribed machine
+ * a spinning thread does not hold up the very thread it is waiting for.
+ *
+ * The mutex is only taken when someone is asleep: a job published to
+ * spinning workers costs one atomic increment and one cache-line transfer
+ * each way. `sleepers` and `caller_asleep` are the handshake that makes the
+ * fast path safe: a thread announces it is about to sleep, then re-checks
+ * its condition under the mutex; the other side changes the condition, then
+ * looks at the announcement (both seq_cst, so one of them sees the other). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "engine/engine.h"
 
-#define SPIN_ITERS 20000
-/* Below this many flops (or bytes) a job runs on one thread: waking a
- * worker costs more than it saves. */
-#define MIN_WORK_PER_THREAD 200000.0
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ volatile("yield" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* How long an idle thread spins before sleeping. Decode runs a matmul every
+ * few µs to tens of µs; 200 µs keeps workers awake through a token (a
+ * futex wake costs 5-50 µs here) and lets them sleep when generation stops. */
+#define SPIN_NS 200000u
+/* Below this much work per thread (flops, or bytes for memory-bound
+ * kernels) a job stays on one thread: handing a job to a spinning worker
+ * and waiting for it costs about 1 µs, which is ~1e5 flops of GEMM or
+ * ~5e4 bytes of GEMV; a 4x margin keeps 2 threads from being slower than 1
+ * (bench/README.md). */
+#define MIN_WORK_PER_THREAD 500000.0
 
 struct tg_pool {
     int n;
     pthread_t *threads;
     pthread_mutex_t mu;
-    pthread_cond_t wake;
-    pthread_cond_t done_cv;
-    atomic_uint generation;  /* bumped to publish a job */
-    atomic_int pending;      /* workers still running the current job */
+    pthread_cond_t wake;      /* workers sleep here */
+    pthread_cond_t done_cv;   /* the caller sleeps here */
+    atomic_uint generation;   /* bumped (release) to publish a job */
+    atomic_int pending;       /* workers still running the current job */
+    atomic_int sleepers;      /* workers asleep or about to be */
+    atomic_int caller_asleep; /* the caller is asleep or about to be */
     int job_nth;
     tg_task_fn fn;
     void *ctx;
-    int quit;
+    atomic_int quit;
     atomic_uint_fast64_t wait_ns;
 };
 
@@ -39,6 +67,22 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Spins until *gen != seen or SPIN_NS pass; returns the generation seen. */
+static unsigned spin_for_job(tg_pool *pool, unsigned seen) {
+    uint64_t t0 = 0;
+    for (unsigned i = 1;; i++) {
+        unsigned gen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        if (gen != seen) return gen;
+        cpu_relax();
+        if ((i & 255) == 0) { /* every few µs: let others run, look at the clock */
+            sched_yield();
+            uint64_t t = now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > SPIN_NS) return gen;
+        }
+    }
+}
+
 static void *worker_main(void *p) {
     worker_arg *wa = p;
     tg_pool *pool = wa->pool;
@@ -46,21 +90,19 @@ static void *worker_main(void *p) {
     free(wa);
     unsigned seen = 0;
     for (;;) {
-        unsigned gen;
-        int spins = 0;
-        while ((gen = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen &&
-               spins < SPIN_ITERS)
-            spins++;
+        unsigned gen = spin_for_job(pool, seen);
         if (gen == seen) {
             pthread_mutex_lock(&pool->mu);
-            while ((gen = atomic_load(&pool->generation)) == seen && !pool->quit)
+            atomic_fetch_add(&pool->sleepers, 1);
+            while ((gen = atomic_load(&pool->generation)) == seen)
                 pthread_cond_wait(&pool->wake, &pool->mu);
+            atomic_fetch_sub(&pool->sleepers, 1);
             pthread_mutex_unlock(&pool->mu);
         }
-        if (pool->quit) return NULL;
+        if (atomic_load(&pool->quit)) return NULL;
         seen = gen;
         if (ith < pool->job_nth) pool->fn(pool->ctx, ith, pool->job_nth);
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+        if (atomic_fetch_sub(&pool->pending, 1) == 1 && atomic_load(&pool->caller_asleep)) {
             pthread_mutex_lock(&pool->mu);
             pthread_cond_signal(&pool->done_cv);
             pthread_mutex_unlock(&pool->mu);
@@ -99,7 +141,7 @@ tg_status tg_pool_create(tg_pool **out, int n_threads, tg_err *err) {
 void tg_pool_free(tg_pool *pool) {
     if (!pool) return;
     pthread_mutex_lock(&pool->mu);
-    pool->quit = 1;
+    atomic_store(&pool->quit, 1);
     atomic_fetch_add(&pool->generation, 1);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
@@ -123,19 +165,25 @@ void tg_pool_run(tg_pool *pool, int nth, tg_task_fn fn, void *ctx) {
     pool->ctx = ctx;
     pool->job_nth = nth;
     atomic_store(&pool->pending, pool->n - 1);
-    pthread_mutex_lock(&pool->mu);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mu);
+    atomic_fetch_add(&pool->generation, 1); /* publishes fn, ctx, job_nth */
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->mu);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->mu);
+    }
     fn(ctx, 0, nth);
     uint64_t t0 = now_ns();
-    int spins = 0;
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0 && spins < SPIN_ITERS)
-        spins++;
-    if (atomic_load(&pool->pending) > 0) {
-        pthread_mutex_lock(&pool->mu);
-        while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done_cv, &pool->mu);
-        pthread_mutex_unlock(&pool->mu);
+    for (unsigned i = 1; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0; i++) {
+        cpu_relax();
+        if ((i & 255) == 0) sched_yield();
+        if ((i & 255) == 0 && now_ns() - t0 > SPIN_NS) {
+            pthread_mutex_lock(&pool->mu);
+            atomic_store(&pool->caller_asleep, 1);
+            while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done_cv, &pool->mu);
+            atomic_store(&pool->caller_asleep, 0);
+            pthread_mutex_unlock(&pool->mu);
+            break;
+        }
     }
     atomic_fetch_add(&pool->wait_ns, now_ns() - t0);
 }
