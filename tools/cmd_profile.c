@@ -16,6 +16,7 @@
 #include "model/opcount.h"
 #include "model/profiler.h"
 #include "model/sampler.h"
+#include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
 
@@ -25,6 +26,7 @@ enum { FMT_TEXT, FMT_JSON, FMT_CSV };
 
 typedef struct profile_args {
     const char *model, *isa, *trace;
+    const char *prompt;  /* -p TEXT, or NULL: random tokens */
     long prompt_tokens;  /* -1: default */
     long gen, threads, sweep_steps, seed;
     int per_layer, per_head, format, roofline;
@@ -35,13 +37,13 @@ typedef struct profile_args {
 
 static void usage_text(FILE *f) {
     fprintf(f,
-            "usage: tinygpt profile [-m MODEL] [--prompt-tokens N] [-n GEN] [-t THREADS]\n"
+            "usage: tinygpt profile [-m MODEL] [-p PROMPT | --prompt-tokens N] [-n GEN] [-t THREADS]\n"
             "                       [--isa ISA] [--per-layer] [--per-head] [--json | --csv]\n"
             "                       [--trace FILE.json] [--ctx-sweep 32,64,...] [--sweep-steps N]\n"
             "                       [--no-roofline] [--probe-seconds S] [--seed N]\n"
             "\n"
-            "Profiles a prefill of N random prompt tokens (default 128) and GEN decode\n"
-            "steps (default 32), one row per op. Times are wall time: when threads run\n"
+            "Profiles a prefill of the prompt (PROMPT's tokens, or N random tokens, default\n"
+            "128) and GEN decode steps (default 32), one row per op. Times are wall time: when threads run\n"
             "ops at once, each instant is shared among them. '%% roof' is the roofline\n"
             "bound max(flops/peak, bytes/bandwidth) over the measured time, with peak and\n"
             "bandwidth measured on this machine first (--no-roofline skips it).\n"
@@ -65,6 +67,8 @@ static int parse_args(int argc, char **argv, profile_args *a) {
             if (!(a->model = cli_value(CMD, argc, argv, &i))) return -1;
         } else if (!strcmp(f, "--isa")) {
             if (!(a->isa = cli_value(CMD, argc, argv, &i))) return -1;
+        } else if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) {
+            if (!(a->prompt = cli_value(CMD, argc, argv, &i))) return -1;
         } else if (!strcmp(f, "--trace")) {
             if (!(a->trace = cli_value(CMD, argc, argv, &i))) return -1;
         } else if (!strcmp(f, "--prompt-tokens")) {
@@ -108,7 +112,35 @@ static int parse_args(int argc, char **argv, profile_args *a) {
             return cli_usage(CMD, "unknown option '%s' (see tinygpt profile --help)", f), -1;
         }
     }
+    if (a->prompt && a->prompt_tokens >= 0)
+        return cli_usage(CMD, "-p and --prompt-tokens are exclusive"), -1;
+    if (a->prompt && !*a->prompt) return cli_usage(CMD, "-p: the prompt is empty"), -1;
+    if (a->prompt && a->n_sweep)
+        return cli_usage(CMD, "--ctx-sweep uses random tokens: drop -p"), -1;
     return 0;
+}
+
+/* The prompt's token ids (malloc'd) with the model's tokenizer. */
+static int encode_prompt(const tg_gpt2_model *m, const char *text, int **ids, int *n) {
+    tg_err err;
+    tg_tokenizer *tok;
+    if (m->vocab.n_tokens == 0) return cli_error(CMD, "%s: has no vocabulary to encode -p with "
+                                                      "(use --prompt-tokens N)", m->path);
+    if (tg_tokenizer_create(&tok, &m->vocab, &err)) return cli_error(CMD, "%s", err.msg);
+    size_t n_ids = 0;
+    tg_status s = tg_tokenizer_encode(tok, text, strlen(text), 0, ids, &n_ids, &err);
+    tg_tokenizer_free(tok);
+    if (s) return cli_error(CMD, "%s", err.msg);
+    for (size_t i = 0; i < n_ids; i++)
+        if ((*ids)[i] >= m->cfg.n_vocab) {
+            int bad = (*ids)[i];
+            free(*ids);
+            *ids = NULL;
+            return cli_error(CMD, "%s: token %d is outside the model's vocabulary of %d",
+                             m->path, bad, m->cfg.n_vocab);
+        }
+    *n = n_ids > (size_t)1 << 30 ? 1 << 30 : (int)n_ids;
+    return EXIT_OK;
 }
 
 /* ---- one row of a table -------------------------------------------------------- */
@@ -568,6 +600,7 @@ int cmd_profile(int argc, char **argv) {
     tg_gpt2_model m;
     if ((rc = perf_load(CMD, a.model, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
+    int *prompt = NULL;
     /* Validate lengths against the model before any work. */
     if (a.n_sweep) {
         if (a.sweep[a.n_sweep - 1] > c->n_ctx - 1) {
@@ -581,10 +614,24 @@ int cmd_profile(int argc, char **argv) {
             return cli_usage(CMD, "-n %ld does not fit the model's %d-position context", a.gen,
                              c->n_ctx);
         }
+        if (a.prompt) {
+            int n = 0;
+            if ((rc = encode_prompt(&m, a.prompt, &prompt, &n))) {
+                tg_gpt2_free(&m);
+                return rc;
+            }
+            a.prompt_tokens = n;
+            if (n == 0) {
+                free(prompt);
+                tg_gpt2_free(&m);
+                return cli_usage(CMD, "-p: the prompt encodes to no tokens");
+            }
+        }
         if (a.prompt_tokens < 0) {
             a.prompt_tokens = 128;
             if (a.prompt_tokens > c->n_ctx - a.gen) a.prompt_tokens = c->n_ctx - a.gen;
         } else if (a.prompt_tokens + a.gen > c->n_ctx) {
+            free(prompt);
             tg_gpt2_free(&m);
             return cli_usage(CMD, "%ld prompt tokens + %ld decode steps do not fit the model's "
                                   "%d-position context", a.prompt_tokens, a.gen, c->n_ctx);
@@ -595,7 +642,6 @@ int cmd_profile(int argc, char **argv) {
     tg_gpt *g = NULL;
     tg_profiler *p = NULL;
     float *logits = NULL;
-    int *prompt = NULL;
     sweep_row *sweep = NULL;
     tg_roofline roof;
     const tg_roofline *roofp = NULL;
@@ -609,13 +655,15 @@ int cmd_profile(int argc, char **argv) {
     }
     logits = malloc((size_t)c->n_vocab * sizeof *logits);
     int n_prompt = a.n_sweep ? 1 : (int)a.prompt_tokens;
-    prompt = malloc((size_t)n_prompt * sizeof *prompt);
+    if (!prompt) {
+        if ((prompt = malloc((size_t)n_prompt * sizeof *prompt)))
+            perf_tokens(prompt, n_prompt, c->n_vocab, (uint64_t)a.seed);
+    }
     sweep = calloc(MAX_SWEEP, sizeof *sweep);
     if (!logits || !prompt || !sweep) {
         rc = cli_error(CMD, "out of memory");
         goto done;
     }
-    perf_tokens(prompt, n_prompt, c->n_vocab, (uint64_t)a.seed);
     if (a.roofline) {
         if ((rc = perf_roofline(CMD, isa, (int)a.threads, a.probe_seconds, &roof))) goto done;
         roofp = &roof;

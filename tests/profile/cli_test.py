@@ -203,6 +203,14 @@ def main():
             heads = [x for x in rows if x["phase"] == phase and x["head"] != "all"]
             check(len(heads) == 4 * 3, f"csv {phase}: {len(heads)} head rows")
 
+        # A text prompt, through the model's tokenizer (byte vocabulary: one
+        # token per byte).
+        r = run(["profile"] + common + ["-p", "To be, or not", "-n", "3", "--json"])
+        if r.returncode == 0:
+            pre = json.loads(r.stdout)["phases"][0]
+            check(pre["phase"] == "prefill" and pre["tokens"] == len(b"To be, or not"),
+                  f"-p: {pre['tokens']} prompt tokens")
+
         # Context sweep.
         r = run(["profile"] + common + ["--ctx-sweep", "64,8,32", "--sweep-steps", "3", "--json"])
         if r.returncode == 0:
@@ -255,6 +263,9 @@ def main():
             ["profile", "-m", model, "--ctx-sweep", "96"],
             ["profile", "-m", model, "--prompt-tokens", "90", "-n", "10"],
             ["profile", "-m", model, "--isa", "bogus"],
+            ["profile", "-m", model, "-p", "abc", "--prompt-tokens", "3"],
+            ["profile", "-m", model, "-p", ""],
+            ["profile", "-m", model, "-p", "x" * 95, "-n", "2"],
             ["profile", "-m"],
             ["bench", "-m", model, "-r", "0"],
             ["bench", "-m", model, "-p", "abc"],
