@@ -69,7 +69,7 @@ static void attn_range(void *ctx, int i0, int i1, int ith) {
     for (int i = i0; i < i1; i++) {
         int h = i / j->n_qblocks, b = i % j->n_qblocks;
         int t0 = b * QBLOCK, t1 = t0 + QBLOCK < j->T ? t0 + QBLOCK : j->T;
-        if (j->g->probe)
+        if (TG_PROBED(j->g))
             attend_probed(j, h, t0, t1, ith);
         else
             attend_fused(j, h, t0, t1, ith);

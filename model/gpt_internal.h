@@ -40,11 +40,20 @@ struct tg_gpt {
  * are the pool's work items. */
 void tg_attention(tg_gpt *g, int layer, int pos, int T);
 
+/* Is a probe attached? Built with -DTG_NO_PROBE (bench/probe_overhead only)
+ * every probe call compiles to nothing: the baseline showing that an unset
+ * probe costs nothing measurable. */
+#ifdef TG_NO_PROBE
+#define TG_PROBED(g) 0
+#else
+#define TG_PROBED(g) ((g)->probe != NULL)
+#endif
+
 static inline void tg_probe_begin(const tg_gpt *g, tg_op op, int layer, int head, int ith) {
-    if (g->probe && g->probe->op_begin) g->probe->op_begin(g->probe->user, op, layer, head, ith);
+    if (TG_PROBED(g) && g->probe->op_begin) g->probe->op_begin(g->probe->user, op, layer, head, ith);
 }
 static inline void tg_probe_end(const tg_gpt *g, tg_op op, int layer, int head, int ith) {
-    if (g->probe && g->probe->op_end) g->probe->op_end(g->probe->user, op, layer, head, ith);
+    if (TG_PROBED(g) && g->probe->op_end) g->probe->op_end(g->probe->user, op, layer, head, ith);
 }
 
 #endif
