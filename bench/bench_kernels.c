@@ -2,7 +2,9 @@
  * (median of repetitions), GFLOP/s, GB/s, and a baseline measured in the
  * same run (OpenBLAS for matmul; the C reference for the other kernels),
  * with speedup = baseline time / our time (> 1: we are faster; the median of
- * per-repetition ratios).
+ * per-repetition ratios). Softmax, layernorm, GELU, add and attention,
+ * 5-50x faster than their baseline, report the best batch of each side
+ * instead (bench_pair_best).
  *
  *   bench_kernels [--kernel NAME] [--isa NAME] [--threads N] [--shape TEXT] [--quick]
  *
@@ -269,6 +271,205 @@ static void bench_pool(bench_ctx *bc) {
     }
 }
 
+/* ---- softmax, layernorm, GELU, add, attention --------------------------------- */
+
+/* One call of a row kernel or the attention core, on caller-made buffers
+ * that stay hot in L1/L2 (these kernels run on activations and one head's
+ * KV cache, not on streamed weights). Baseline: the same call on the C
+ * reference engine, interleaved with ours. */
+typedef struct op_bench {
+    const tg_engine *e;
+    float *x, *y, *g, *b;    /* rows: x, y [T,N]; g, b [N] */
+    float *q, *k, *v, *o, *p; /* attention: q/o [T, ld], k/v [P, ld], p [P] */
+    int n, T, hs, n_pos, ld;
+} op_bench;
+
+/* In place, call after call: after the first, the row holds the previous
+ * call's probabilities — ordinary finite inputs, on which neither SLEEF's
+ * branch-free exp nor libm's expf changes speed. */
+static void op_softmax(void *c, long i) {
+    op_bench *o = c;
+    o->e->k.softmax(o->y, o->n);
+}
+static void op_layernorm(void *c, long i) {
+    op_bench *o = c;
+    o->e->k.layernorm(o->y, o->x, o->g, o->b, o->T, o->n, 1e-5f);
+}
+static void op_gelu(void *c, long i) {
+    op_bench *o = c;
+    o->e->k.gelu(o->y, o->x, o->n);
+}
+static void op_add(void *c, long i) {
+    op_bench *o = c;
+    o->e->k.add(o->y, o->y, o->x, o->n);
+}
+static void op_decode(void *c, long i) {
+    op_bench *o = c;
+    o->e->k.attn_decode(o->o, o->p, o->q, o->k, o->v, o->n_pos, o->hs, o->ld,
+                        1.0f / sqrtf((float)o->hs));
+}
+static void op_prefill(void *c, long i) {
+    op_bench *o = c;
+    o->e->k.attn_prefill(o->o, o->q, o->k, o->v, o->T, 0, o->hs, o->ld, o->ld, o->ld,
+                         1.0f / sqrtf((float)o->hs));
+}
+
+/* Like bench_pair, but for kernels far faster than their baseline (5-50x):
+ * equal-length batches of each side would put the baseline in batches long
+ * enough that, on a shared machine, most of them get preempted. Each side
+ * gets its own batch of ~50 µs, the two alternate until the budget is
+ * spent, and each reports its fastest batch (interference only ever adds
+ * time); speedup = baseline best / our best. */
+static bench_result bench_pair_best(const bench_ctx *bc, bench_call f, void *fctx, bench_call g,
+                                    void *gctx) {
+    long fi = 0, gi = 0;
+    double t = now_s();
+    f(fctx, fi++);
+    double f1 = now_s() - t;
+    t = now_s();
+    g(gctx, gi++);
+    double g1 = now_s() - t;
+    const double batch_s = 50e-6;
+    long fb = f1 < batch_s ? (long)(batch_s / (f1 > 1e-9 ? f1 : 1e-9)) : 1;
+    long gb = g1 < batch_s ? (long)(batch_s / (g1 > 1e-9 ? g1 : 1e-9)) : 1;
+    double fbest = 1e30, gbest = 1e30, start = now_s();
+    int min_reps = bc->quick ? 5 : 15;
+    for (int r = 0; r < min_reps || now_s() - start < bc->budget_s; r++) {
+        double a = now_s();
+        for (long k = 0; k < fb; k++) f(fctx, fi++);
+        double ft = (now_s() - a) / (double)fb;
+        a = now_s();
+        for (long k = 0; k < gb; k++) g(gctx, gi++);
+        double gt = (now_s() - a) / (double)gb;
+        if (ft < fbest) fbest = ft;
+        if (gt < gbest) gbest = gt;
+    }
+    bench_result res = {1e6 * fbest, 1e6 * gbest, gbest / fbest};
+    return res;
+}
+
+/* ours = eng[e], baseline = the C reference, on the same buffers. */
+static void op_rows(bench_ctx *bc, const char *kernel, const char *shape, bench_call f,
+                    op_bench *ob, double flops, double bytes) {
+    if (bc->only_shape && !strstr(shape, bc->only_shape)) return;
+    tg_engine ref;
+    tg_err err;
+    if (tg_engine_init(&ref, TG_ISA_SCALAR, &err) != TG_OK) exit(1);
+    op_bench base = *ob;
+    base.e = &ref;
+    for (int e = 0; e < bc->n_eng; e++) {
+        if (bc->eng[e].isa == TG_ISA_SCALAR) continue; /* it is the baseline */
+        ob->e = &bc->eng[e];
+        bench_result r = bench_pair_best(bc, f, ob, f, &base);
+        bench_row(kernel, tg_isa_name(ob->e->isa), shape, "hot", 1, r, flops, bytes, "C ref");
+    }
+}
+
+static op_bench op_new(int T, int n) {
+    op_bench o = {.T = T, .n = n};
+    o.x = bench_alloc((size_t)T * n);
+    o.y = bench_alloc((size_t)T * n);
+    o.g = bench_alloc((size_t)n);
+    o.b = bench_alloc((size_t)n);
+    for (size_t i = 0; i < (size_t)T * n; i++) o.x[i] *= 8.0f; /* scores in [-8, 8] */
+    memcpy(o.y, o.x, sizeof(float) * (size_t)T * n);
+    return o;
+}
+
+static void op_free(op_bench *o) {
+    free(o->x), free(o->y), free(o->g), free(o->b);
+    free(o->q), free(o->k), free(o->v), free(o->o), free(o->p);
+}
+
+/* flops counted: softmax 4/element (sub, exp as 1, add, mul), layernorm
+ * 7/element, GELU 10/element, add 1; bytes: one read of each input, one
+ * write of the output. */
+static void bench_softmax(bench_ctx *bc) {
+    static const int ns[] = {256, 1024, 50257};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        char shape[64];
+        snprintf(shape, sizeof shape, "n=%d", ns[i]);
+        op_bench o = op_new(1, ns[i]);
+        op_rows(bc, "softmax", shape, op_softmax, &o, 4.0 * ns[i], 8.0 * ns[i]);
+        op_free(&o);
+    }
+}
+
+static void bench_layernorm(bench_ctx *bc) {
+    static const int shapes[][2] = {{1, 768}, {1, 1024}, {128, 128}, {128, 768}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int T = shapes[i][0], n = shapes[i][1];
+        char shape[64];
+        snprintf(shape, sizeof shape, "T=%d n=%d", T, n);
+        op_bench o = op_new(T, n);
+        op_rows(bc, "layernorm", shape, op_layernorm, &o, 7.0 * T * n, 4.0 * (2.0 * T * n + 2 * n));
+        op_free(&o);
+    }
+}
+
+static void bench_gelu(bench_ctx *bc) {
+    static const int ns[] = {512, 3072, 128 * 3072};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        char shape[64];
+        snprintf(shape, sizeof shape, "n=%d", ns[i]);
+        op_bench o = op_new(1, ns[i]);
+        op_rows(bc, "gelu", shape, op_gelu, &o, 10.0 * ns[i], 8.0 * ns[i]);
+        op_free(&o);
+    }
+}
+
+static void bench_add(bench_ctx *bc) {
+    static const int ns[] = {768, 128 * 768};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        char shape[64];
+        snprintf(shape, sizeof shape, "n=%d", ns[i]);
+        op_bench o = op_new(1, ns[i]);
+        op_rows(bc, "add", shape, op_add, &o, 1.0 * ns[i], 12.0 * ns[i]);
+        op_free(&o);
+    }
+}
+
+/* One head of a 12-head cache (rows 12·HS floats apart, as the model lays
+ * out K/V), hot: the decode of one token against P cached positions, and
+ * the causal prefill of T tokens from position 0. flops: 4·HS per
+ * (query, key) pair (q·k and p·v); bytes: K and V of the head once, plus
+ * q and o. */
+static op_bench attn_new(int T, int n_pos, int hs) {
+    op_bench o = {.T = T, .hs = hs, .n_pos = n_pos, .ld = 12 * hs};
+    size_t kv = (size_t)n_pos * o.ld, qo = (size_t)T * o.ld;
+    o.k = bench_alloc(kv);
+    o.v = bench_alloc(kv);
+    o.q = bench_alloc(qo);
+    o.o = bench_alloc(qo);
+    o.p = bench_alloc((size_t)n_pos);
+    return o;
+}
+
+static void bench_attn(bench_ctx *bc) {
+    static const int hss[] = {32, 64, 128};
+    static const int Ps[] = {128, 512, 1024};
+    static const int Ts[] = {128, 512};
+    for (size_t h = 0; h < sizeof hss / sizeof hss[0]; h++)
+        for (size_t i = 0; i < sizeof Ps / sizeof Ps[0]; i++) {
+            int hs = hss[h], P = Ps[i];
+            char shape[64];
+            snprintf(shape, sizeof shape, "decode HS=%d P=%d", hs, P);
+            op_bench o = attn_new(1, P, hs);
+            op_rows(bc, "attn", shape, op_decode, &o, 4.0 * P * hs, 4.0 * (2.0 * P * hs + 2 * hs));
+            op_free(&o);
+        }
+    for (size_t h = 0; h < sizeof hss / sizeof hss[0]; h++)
+        for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
+            int hs = hss[h], T = Ts[i];
+            char shape[64];
+            snprintf(shape, sizeof shape, "prefill HS=%d T=%d", hs, T);
+            op_bench o = attn_new(T, T, hs);
+            double pairs = (double)T * (T + 1) / 2;
+            op_rows(bc, "attn", shape, op_prefill, &o, 4.0 * pairs * hs, 4.0 * 4.0 * T * hs);
+            op_free(&o);
+        }
+}
+
 /* ---- the kernels to run --------------------------------------------------------- */
 
 static const struct {
@@ -277,6 +478,11 @@ static const struct {
 } benches[] = {
     {"pool", bench_pool},
     {"matmul", bench_matmul},
+    {"softmax", bench_softmax},
+    {"layernorm", bench_layernorm},
+    {"gelu", bench_gelu},
+    {"add", bench_add},
+    {"attn", bench_attn},
 };
 
 static int usage(const char *argv0) {
