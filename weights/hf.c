@@ -20,7 +20,7 @@ static tg_status read_json(const char *dir, const char *file, cJSON **out, tg_er
     size_t len;
     char *txt = wt_read_file(path, MAX_JSON, &len, err);
     if (!txt) return TG_ERR_IO;
-    *out = cJSON_ParseWithLength(txt, len);
+    *out = wt_json_parse(txt, len);
     free(txt);
     if (!*out) return tg_fail(err, TG_ERR_FORMAT, "%s: not valid JSON", path);
     if (!cJSON_IsObject(*out)) {

@@ -21,6 +21,11 @@ float *store_alloc(gpt2_store *st, size_t n);
  * file, more than max bytes). The buffer is NUL-terminated. */
 char *wt_read_file(const char *path, size_t max, size_t *len, tg_err *err);
 
+/* cJSON parse of exactly n bytes; NULL if invalid or followed by anything
+ * but whitespace. */
+struct cJSON;
+struct cJSON *wt_json_parse(const char *s, size_t n);
+
 /* GPT-2's byte→unicode table: the UTF-8 of the code point byte b maps to
  * (at most 2 bytes + NUL). */
 void gpt2_byte_token(int b, char out[3]);

@@ -14,12 +14,26 @@
 #include <unistd.h>
 
 #include "weights/gguf.h" /* f16/bf16 conversions */
+#include "weights/internal.h"
 
 static const struct { const char *name; int size; } st_dtypes[] = {
     {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
     {"I8", 1},  {"U64", 8}, {"U32", 4}, {"U16", 2},  {"U8", 1},  {"BOOL", 1},
     {"F8_E4M3", 1}, {"F8_E5M2", 1},
 };
+
+cJSON *wt_json_parse(const char *s, size_t n) {
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+    if (!j) return NULL;
+    /* only whitespace may follow the value (cJSON would ignore the rest) */
+    for (const char *p = end; p && p < s + n; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n' && *p != 0) {
+            cJSON_Delete(j);
+            return NULL;
+        }
+    return j;
+}
 
 static int cmp_name(const void *a, const void *b) {
     return strcmp(((const tg_st_tensor *)a)->name, ((const tg_st_tensor *)b)->name);
@@ -100,7 +114,7 @@ static tg_status parse(tg_st *st, tg_err *err) {
     if (n < 2 || h[0] != '{')
         return tg_fail(err, TG_ERR_FORMAT, "%s: the header is not a JSON object", st->name);
     uint64_t data_len = st->size - 8 - n;
-    cJSON *root = cJSON_ParseWithLength(h, (size_t)n);
+    cJSON *root = wt_json_parse(h, (size_t)n);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return tg_fail(err, TG_ERR_FORMAT, "%s: the header is not valid JSON", st->name);
