@@ -83,9 +83,8 @@ int tg_tokenizer_token_id(const tg_tokenizer *t, const char *s);
 tg_status tg_tokenizer_encode(tg_tokenizer *t, const char *text, size_t len, int parse_special,
                               int **ids, size_t *n_ids, tg_err *err);
 
-/* The bytes token `id` decodes to (*len of them, not NUL-terminated inside
- * the text but followed by a NUL), or NULL if id is out of range. Special
- * tokens decode to their own text. */
+/* The bytes token `id` decodes to (*len of them, then a NUL), or NULL if id
+ * is out of range. Special tokens decode to their own text. */
 const char *tg_tokenizer_piece(const tg_tokenizer *t, int id, size_t *len);
 
 /* Decodes ids[n] into a malloc'd, NUL-terminated byte string (*out, *len
