@@ -452,8 +452,8 @@ Test(attn, prefill) {
                 int T = Ts[ti], pos0 = pos0s[pi], hs = hss[hi];
                 /* the double oracle is O(T·P·HS): keep the suite fast */
                 double work = (double)T * (pos0 + T) * hs;
-                if (work > 1.5e6 && (ti + pi + hi) % 4 != 0) continue;
-                if (work > 6e6) continue;
+                if (work > 4e5 && (ti + pi + hi) % 4 != 0) continue;
+                if (work > 3e6) continue;
                 prefill_case c = prefill_new(&r, T, pos0, hs);
                 prefill_check(&ref, eng, n_eng, &c, "random");
                 prefill_free(&c);
