@@ -28,7 +28,7 @@ typedef struct profile_args {
     const char *model, *isa, *trace;
     const char *prompt;  /* -p TEXT, or NULL: random tokens */
     long prompt_tokens;  /* -1: default */
-    long gen, threads, sweep_steps, seed;
+    long gen, threads, sweep_steps, seed, reps;
     int per_layer, per_head, format, roofline;
     double probe_seconds;
     long sweep[MAX_SWEEP];
@@ -37,16 +37,20 @@ typedef struct profile_args {
 
 static void usage_text(FILE *f) {
     fprintf(f,
-            "usage: tinygpt profile [-m MODEL] [-p PROMPT | --prompt-tokens N] [-n GEN] [-t THREADS]\n"
-            "                       [--isa ISA] [--per-layer] [--per-head] [--json | --csv]\n"
+            "usage: tinygpt profile [-m MODEL] [-p PROMPT | --prompt-tokens N] [-n GEN] [-r REPEAT]\n"
+            "                       [-t THREADS] [--isa ISA] [--per-layer] [--per-head] [--json | --csv]\n"
             "                       [--trace FILE.json] [--ctx-sweep 32,64,...] [--sweep-steps N]\n"
             "                       [--no-roofline] [--probe-seconds S] [--seed N]\n"
             "\n"
             "Profiles a prefill of the prompt (PROMPT's tokens, or N random tokens, default\n"
             "128) and GEN decode steps (default 32), one row per op. Times are wall time: when threads run\n"
-            "ops at once, each instant is shared among them. '%% roof' is the roofline\n"
-            "bound max(flops/peak, bytes/bandwidth) over the measured time, with peak and\n"
-            "bandwidth measured on this machine first (--no-roofline skips it).\n"
+            "ops at once, each instant is shared among them. GB/s counts every byte an op\n"
+            "reads (weights, KV cache, activations). '%% roof' is the roofline bound\n"
+            "max(flops / FMA peak, DRAM bytes / DRAM bandwidth) over the measured time,\n"
+            "where DRAM bytes are weights + KV cache (activations are taken to be in cache);\n"
+            "peak and bandwidth are measured on this machine first (--no-roofline skips).\n"
+            "  -r REPEAT          run the whole prefill + decode REPEAT times (default 1);\n"
+            "                     the tables add them up (steadier on a busy machine)\n"
             "  --per-layer        rows per layer as well\n"
             "  --per-head         attention rows per head (summed over layers)\n"
             "  --ctx-sweep LIST   decode at each context length instead: attention's share\n"
@@ -55,7 +59,7 @@ static void usage_text(FILE *f) {
 }
 
 static int parse_args(int argc, char **argv, profile_args *a) {
-    *a = (profile_args){.prompt_tokens = -1, .gen = 32, .threads = 1, .sweep_steps = 8,
+    *a = (profile_args){.prompt_tokens = -1, .gen = 32, .threads = 1, .sweep_steps = 8, .reps = 1,
                         .roofline = 1, .probe_seconds = 1.0};
     int fmt_set = 0;
     for (int i = 1; i < argc; i++) {
@@ -80,6 +84,9 @@ static int parse_args(int argc, char **argv, profile_args *a) {
                 return -1;
         } else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
             if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 1, 256, &a->threads))
+                return -1;
+        } else if (!strcmp(f, "-r") || !strcmp(f, "--repeat")) {
+            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 1, 10000, &a->reps))
                 return -1;
         } else if (!strcmp(f, "--sweep-steps")) {
             if (!(v = cli_value(CMD, argc, argv, &i)) ||
@@ -162,7 +169,8 @@ static row make_row(const tg_profiler *p, tg_phase ph, tg_op op, int layer, int 
     r.wbytes = st.cost.weight_bytes;
     r.kvbytes = st.cost.kv_bytes;
     r.abytes = st.cost.act_bytes;
-    r.roof_pct = roof && st.ns > 0 ? 100.0 * tg_roofline_time(roof, r.flops, r.bytes) / (st.ns * 1e-9)
+    r.roof_pct = roof && st.ns > 0 ? 100.0 * tg_roofline_time(roof, r.flops, r.wbytes + r.kvbytes) /
+                                         (st.ns * 1e-9)
                                    : -1;
     return r;
 }
@@ -301,7 +309,8 @@ static void print_phase_text(const report *rp, tg_phase ph, FILE *f) {
     row tot = {.op = "total", .ns = st.wall_ns, .pct = 100, .flops = all.flops,
                .bytes = tg_opcost_bytes(all), .calls = st.steps};
     tot.roof_pct = rp->roof && st.wall_ns > 0
-                       ? 100.0 * tg_roofline_time(rp->roof, tot.flops, tot.bytes) / (st.wall_ns * 1e-9)
+                       ? 100.0 * tg_roofline_time(rp->roof, tot.flops, all.weight_bytes + all.kv_bytes) /
+                             (st.wall_ns * 1e-9)
                        : -1;
     print_row_text(f, "total (per step)", &tot);
     fprintf(f, "barrier wait (caller thread): %.3f ms (%.1f%%); time in ops per thread:",
@@ -523,7 +532,7 @@ static int run_sweep(tg_gpt *g, tg_profiler *p, const profile_args *a, const tg_
         r->us_per_head = r->attn_us / (c->n_layer * c->n_head);
         r->attn_gflops = attn_ns > 0 ? cost.flops / attn_ns : 0;
         r->attn_roof_pct = roof && attn_ns > 0
-                               ? 100 * tg_roofline_time(roof, cost.flops, tg_opcost_bytes(cost)) /
+                               ? 100 * tg_roofline_time(roof, cost.flops, cost.kv_bytes) /
                                      (attn_ns * 1e-9)
                                : -1;
     }
@@ -683,7 +692,8 @@ int cmd_profile(int argc, char **argv) {
             goto done;
         }
         tg_gpt_set_probe(g, tg_profiler_probe(p));
-        if ((rc = run_generation(g, p, &a, prompt, n_prompt, logits))) goto done;
+        for (long r = 0; r < a.reps; r++)
+            if ((rc = run_generation(g, p, &a, prompt, n_prompt, logits))) goto done;
         tg_gpt_set_probe(g, NULL);
         if (a.format == FMT_JSON) {
             print_config_json(&rp, stdout);

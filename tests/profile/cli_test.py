@@ -69,18 +69,20 @@ def expected_costs(cfg, n_prompt, n_gen):
     return {"prefill": pre, "decode": dec}
 
 
-def check_profile_json(out, n_prompt, n_gen, threads, label):
+def check_profile_json(out, n_prompt, n_gen, threads, label, reps=1):
     d = json.loads(out)
     cfg = d["config"]
     L, H = cfg["n_layer"], cfg["n_head"]
     check(d["threads"] == threads, f"{label}: threads")
     want = expected_costs(cfg, n_prompt, n_gen)
+    want = {ph: {op: {k: v * reps for k, v in c.items()} for op, c in w.items()}
+            for ph, w in want.items()}
     phases = {p["phase"]: p for p in d["phases"]}
     check(set(phases) == {"prefill", "decode"}, f"{label}: phases {sorted(phases)}")
     for name, ph in phases.items():
         ops = [o["op"] for o in ph["ops"]]
         check(ops == OPS, f"{label} {name}: one entry per op, got {ops}")
-        steps = 1 if name == "prefill" else n_gen
+        steps = reps * (1 if name == "prefill" else n_gen)
         check(ph["steps"] == steps, f"{label} {name}: steps {ph['steps']}")
         total = sum(o["total_ms"] for o in ph["ops"])
         check(close(total, ph["op_ms"], 1e-6), f"{label} {name}: rows {total} vs op_ms {ph['op_ms']}")
@@ -174,12 +176,12 @@ def main():
         if r.returncode == 0:
             check_profile_json(r.stdout, 40, 12, 1, "t1")
 
-        # Two threads, roofline measured (briefly), trace.
+        # Two threads, two repetitions, roofline measured (briefly), trace.
         trace = os.path.join(tmp, "trace.json")
         r = run(["profile", "-m", model, "--probe-seconds", "0.05", "-t", "2",
-                 "--prompt-tokens", "33", "-n", "5", "--json", "--trace", trace])
+                 "--prompt-tokens", "33", "-n", "5", "-r", "2", "--json", "--trace", trace])
         if r.returncode == 0:
-            d = check_profile_json(r.stdout, 33, 5, 2, "t2")
+            d = check_profile_json(r.stdout, 33, 5, 2, "t2", reps=2)
             check(d["roofline"] and d["roofline"]["dram_gbs"] > 0 and
                   d["roofline"]["peak_gflops"] > 0, "t2: roofline measured")
             for ph in d["phases"]:
@@ -263,6 +265,7 @@ def main():
             ["profile", "-m", model, "--ctx-sweep", "96"],
             ["profile", "-m", model, "--prompt-tokens", "90", "-n", "10"],
             ["profile", "-m", model, "--isa", "bogus"],
+            ["profile", "-m", model, "-r", "0"],
             ["profile", "-m", model, "-p", "abc", "--prompt-tokens", "3"],
             ["profile", "-m", model, "-p", ""],
             ["profile", "-m", model, "-p", "x" * 95, "-n", "2"],
