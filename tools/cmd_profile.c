@@ -124,6 +124,8 @@ static int parse_args(int argc, char **argv, profile_args *a) {
     if (a->prompt && !*a->prompt) return cli_usage(CMD, "-p: the prompt is empty"), -1;
     if (a->prompt && a->n_sweep)
         return cli_usage(CMD, "--ctx-sweep uses random tokens: drop -p"), -1;
+    if (a->trace && a->n_sweep)
+        return cli_usage(CMD, "--trace traces a prefill + decode run, not --ctx-sweep"), -1;
     return 0;
 }
 
@@ -479,6 +481,17 @@ typedef struct sweep_row {
     double step_us, attn_us, part_us[3], attn_pct, us_per_head, attn_gflops, attn_roof_pct;
 } sweep_row;
 
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median of x[n] (sorts x). */
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 static int cmp_long(const void *x, const void *y) {
     long a = *(const long *)x, b = *(const long *)y;
     return (a > b) - (a < b);
@@ -506,34 +519,46 @@ static int run_sweep(tg_gpt *g, tg_profiler *p, const profile_args *a, const tg_
         }
         done = ctx;
         tg_gpt_set_probe(g, tg_profiler_probe(p));
-        tg_profiler_reset(p);
-        for (int s = 0; s < a->sweep_steps; s++) {
+        /* Each step on its own, then the median step: one preempted step on
+         * a busy machine must not move the row. */
+        int n = (int)a->sweep_steps;
+        double *st_ns = calloc((size_t)n * 5, sizeof *st_ns);
+        if (!st_ns) {
+            rc = cli_error(CMD, "out of memory");
+            break;
+        }
+        double *attn_ns = st_ns + n, *part_ns[3] = {st_ns + 2 * n, st_ns + 3 * n, st_ns + 4 * n};
+        tg_opcost cost = {0};
+        for (int s = 0; s < n && rc == EXIT_OK; s++) {
+            tg_profiler_reset(p);
             tg_profiler_step_begin(p);
             if (tg_gpt_forward(g, tokens + ctx, 1, ctx, logits, 0, &err) ||
                 tg_profiler_step_end(p, TG_PHASE_DECODE, 1, ctx, 1, 0, &err)) {
                 rc = cli_error(CMD, "%s", err.msg);
                 break;
             }
+            st_ns[s] = tg_profiler_phase(p, TG_PHASE_DECODE).wall_ns;
+            cost = (tg_opcost){0};
+            for (int k = 0; k < 3; k++) {
+                tg_prof_stat ps =
+                    tg_profiler_stat(p, TG_PHASE_DECODE, attn_ops[k], TG_PROF_ALL, TG_PROF_ALL);
+                part_ns[k][s] = ps.ns;
+                attn_ns[s] += ps.ns;
+                cost = tg_opcost_add(cost, ps.cost);
+            }
         }
-        tg_prof_phase st = tg_profiler_phase(p, TG_PHASE_DECODE);
         sweep_row *r = &rows[i];
-        *r = (sweep_row){.ctx = ctx, .steps = st.steps};
-        double n = st.steps ? st.steps : 1, attn_ns = 0;
-        tg_opcost cost = {0};
-        for (int k = 0; k < 3; k++) {
-            tg_prof_stat ps = tg_profiler_stat(p, TG_PHASE_DECODE, attn_ops[k], TG_PROF_ALL, TG_PROF_ALL);
-            r->part_us[k] = ps.ns * 1e-3 / n;
-            attn_ns += ps.ns;
-            cost = tg_opcost_add(cost, ps.cost);
-        }
-        r->step_us = st.wall_ns * 1e-3 / n;
-        r->attn_us = attn_ns * 1e-3 / n;
-        r->attn_pct = st.wall_ns > 0 ? 100 * attn_ns / st.wall_ns : 0;
+        *r = (sweep_row){.ctx = ctx, .steps = n};
+        double attn = median(attn_ns, n), step = median(st_ns, n);
+        for (int k = 0; k < 3; k++) r->part_us[k] = median(part_ns[k], n) * 1e-3;
+        free(st_ns);
+        r->step_us = step * 1e-3;
+        r->attn_us = attn * 1e-3;
+        r->attn_pct = step > 0 ? 100 * attn / step : 0;
         r->us_per_head = r->attn_us / (c->n_layer * c->n_head);
-        r->attn_gflops = attn_ns > 0 ? cost.flops / attn_ns : 0;
-        r->attn_roof_pct = roof && attn_ns > 0
-                               ? 100 * tg_roofline_time(roof, cost.flops, cost.kv_bytes) /
-                                     (attn_ns * 1e-9)
+        r->attn_gflops = attn > 0 ? cost.flops / attn : 0;
+        r->attn_roof_pct = roof && attn > 0
+                               ? 100 * tg_roofline_time(roof, cost.flops, cost.kv_bytes) / (attn * 1e-9)
                                : -1;
     }
     free(tokens);
@@ -574,8 +599,8 @@ static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f)
         return;
     }
     print_header_lines(rp, f);
-    fprintf(f, "\ndecode at growing context (%ld steps each; attention = scores + softmax + mix, "
-               "%d heads of %d per layer):\n",
+    fprintf(f, "\ndecode at growing context (median of %ld steps each; attention = scores + "
+               "softmax + mix, %d heads of %d per layer):\n",
             rp->a->sweep_steps, c->n_head, c->n_embd / c->n_head);
     fprintf(f, "%7s %10s %10s %7s %9s %9s %9s %9s %9s %7s\n", "ctx", "step µs", "attn µs",
             "attn %", "µs/head", "scores", "softmax", "mix", "GFLOP/s", "% roof");

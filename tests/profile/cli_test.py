@@ -266,6 +266,7 @@ def main():
             ["profile", "-m", model, "--prompt-tokens", "90", "-n", "10"],
             ["profile", "-m", model, "--isa", "bogus"],
             ["profile", "-m", model, "-r", "0"],
+            ["profile", "-m", model, "--ctx-sweep", "8", "--trace", os.path.join(tmp, "x.json")],
             ["profile", "-m", model, "-p", "abc", "--prompt-tokens", "3"],
             ["profile", "-m", model, "-p", ""],
             ["profile", "-m", model, "-p", "x" * 95, "-n", "2"],
