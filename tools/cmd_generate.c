@@ -15,6 +15,7 @@
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/run.h"
+#include "tools/stream.h"
 
 static const char *const CMD = "generate";
 
@@ -44,26 +45,6 @@ static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) {
     (void)sig;
     interrupted = 1;
-}
-
-/* Streams bytes to stdout, holding back an incomplete UTF-8 character. */
-typedef struct stream {
-    char buf[64];
-    size_t n;
-} stream;
-
-static void stream_put(stream *s, const char *p, size_t len) {
-    while (len > 0) {
-        size_t take = sizeof s->buf - s->n < len ? sizeof s->buf - s->n : len;
-        memcpy(s->buf + s->n, p, take);
-        s->n += take, p += take, len -= take;
-        size_t ok = tg_utf8_complete(s->buf, s->n);
-        if (ok == 0 && s->n == sizeof s->buf) ok = s->n; /* never stall */
-        fwrite(s->buf, 1, ok, stdout);
-        memmove(s->buf, s->buf + ok, s->n - ok);
-        s->n -= ok;
-    }
-    fflush(stdout);
 }
 
 static int parse_seed(const char *s, uint64_t *out) {
@@ -230,7 +211,8 @@ int cmd_generate(int argc, char **argv) {
     }
     for (int i = 0; i < n_prompt; i++) tg_sampler_accept(smp, prompt_ids[i]);
 
-    stream out = {{0}, 0};
+    text_stream out;
+    stream_init(&out, stdout);
     if (echo && !start_eos) {
         if (skip == 0) {
             stream_put(&out, prompt, prompt_len);
@@ -279,7 +261,7 @@ int cmd_generate(int argc, char **argv) {
     }
     double t_decode = run_now() - t1;
     sigaction(SIGINT, &old_sa, NULL);
-    if (out.n) fwrite(out.buf, 1, out.n, stdout); /* an unfinishable character: its bytes */
+    stream_finish(&out); /* a character the model left unfinished: its bytes */
     fputc('\n', stdout);
     fflush(stdout);
 

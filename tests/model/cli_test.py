@@ -272,6 +272,13 @@ def main():
         ck.expect_fail(1, ["1 token", "at least 2"], "eval", "-m", gg, "-f", one)
         ck.expect_fail(1, [tmp], "eval", "-m", gg, "-f", tmp)  # a directory
         ck.expect_fail(1, [missing], "eval", "-m", missing, "-f", tf)
+        # An unwritable stdout is a runtime error, not silence.
+        for args in (["generate", "-m", gg, "-p", "hi", "-n", 5], ["eval", "-m", gg, "-f", tf]):
+            with open("/dev/full", "wb") as full:
+                r = subprocess.run([exe] + [str(a) for a in args], stdout=full,
+                                   stderr=subprocess.PIPE, timeout=120)
+            ck.check(r.returncode == 1 and b"writing the output failed" in r.stderr,
+                     "%s to /dev/full: exit %d %r" % (args[0], r.returncode, r.stderr))
         # Without -m and without a default model: say how to get one.
         src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         if not os.path.exists(os.path.join(src, "weights", "shakespeare-4h.gguf")):
