@@ -357,10 +357,10 @@ static tg_status tensor_view(gpt2_store *st, const tg_gguf_tensor *t, const floa
     return s;
 }
 
-static tg_status load_gguf(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
+/* Binds an opened GGUF (owned by the store from here on) to m. */
+static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
     gpt2_store *st = m->priv;
-    tg_status s = tg_gguf_open(&st->gguf, path, err);
-    if (s) return s;
+    tg_status s;
     const tg_gguf *g = st->gguf;
     if ((s = vocab_from_gguf(&m->vocab, g, path, vocab_only, err))) return s;
     if (vocab_only) {
@@ -418,6 +418,27 @@ static tg_status load_gguf(tg_gpt2_model *m, const char *path, int vocab_only, t
     }
     m->has_weights = 1;
     return TG_OK;
+}
+
+static tg_status load_gguf(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
+    gpt2_store *st = m->priv;
+    tg_status s = tg_gguf_open(&st->gguf, path, err);
+    return s ? s : bind_gguf(m, path, vocab_only, err);
+}
+
+tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int vocab_only, tg_err *err) {
+    memset(m, 0, sizeof *m);
+    m->vocab.bos_id = m->vocab.eos_id = -1;
+    tg_status s;
+    if (!(m->path = strdup("<memory>")) || !(m->priv = calloc(1, sizeof(gpt2_store)))) {
+        s = tg_fail(err, TG_ERR_NOMEM, "out of memory");
+    } else {
+        gpt2_store *st = m->priv;
+        s = tg_gguf_parse(&st->gguf, buf, len, m->path, err);
+        if (!s) s = bind_gguf(m, m->path, vocab_only, err);
+    }
+    if (s) tg_gpt2_free(m);
+    return s;
 }
 
 tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {

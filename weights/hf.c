@@ -42,7 +42,7 @@ tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err)
     tg_status s = read_json(dir, "vocab.json", &vj, err);
     if (s) return s;
     int count = cJSON_GetArraySize(vj), n = count > n_min ? count : n_min;
-    if (count < 1 || n > (1 << 24)) {
+    if (count < 1 || n > (1 << 24) || n - count > (1 << 16)) {
         cJSON_Delete(vj);
         return tg_fail(err, TG_ERR_FORMAT, "%s: %d tokens (1 to 2^24 allowed)", path, n);
     }
@@ -274,7 +274,22 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err
         if ((s = tg_vocab_load_hf(&m->vocab, dir, m->cfg.n_vocab, err))) return s;
         m->cfg.n_vocab = m->vocab.n_tokens;
     } else {
+        /* weights first: their byte counts bound vocab_size before the
+         * vocabulary is padded up to it */
         if ((s = hf_config(&m->cfg, &bos, &eos, dir, err))) return s;
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        tg_st *st;
+        if ((s = tg_st_open(&st, path, err))) return s;
+        gpt2_store *store = m->priv;
+        m->w.layers = calloc((size_t)m->cfg.n_layer, sizeof *m->w.layers);
+        int n = gpt2_n_slots(&m->cfg);
+        gpt2_slot *slots = malloc((size_t)n * sizeof *slots);
+        if (!m->w.layers || !slots) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+        if (!s) gpt2_slots(&m->cfg, &m->w, slots);
+        for (int i = 0; i < n && !s; i++) s = load_tensor(store, st, &slots[i], path, err);
+        free(slots);
+        tg_st_close(st);
+        if (s) return s;
         if ((s = tg_vocab_load_hf(&m->vocab, dir, m->cfg.n_vocab, err))) return s;
         if (m->vocab.n_tokens != m->cfg.n_vocab)
             return tg_fail(err, TG_ERR_FORMAT, "%s: vocab.json has %d tokens, more than vocab_size %d", dir,
@@ -283,20 +298,6 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err
     if (bos != 0x7fffffff && bos < m->vocab.n_tokens) m->vocab.bos_id = bos;
     if (eos != 0x7fffffff && eos < m->vocab.n_tokens) m->vocab.eos_id = eos;
     if (vocab_only) return TG_OK;
-
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    tg_st *st;
-    if ((s = tg_st_open(&st, path, err))) return s;
-    gpt2_store *store = m->priv;
-    m->w.layers = calloc((size_t)m->cfg.n_layer, sizeof *m->w.layers);
-    int n = gpt2_n_slots(&m->cfg);
-    gpt2_slot *slots = malloc((size_t)n * sizeof *slots);
-    if (!m->w.layers || !slots) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-    if (!s) gpt2_slots(&m->cfg, &m->w, slots);
-    for (int i = 0; i < n && !s; i++) s = load_tensor(store, st, &slots[i], path, err);
-    free(slots);
-    tg_st_close(st);
-    if (s) return s;
     m->w.tied = m->w.lm_head == NULL;
     if (m->w.tied) m->w.lm_head = m->w.wte;
     m->has_weights = 1;

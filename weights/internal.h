@@ -46,6 +46,9 @@ typedef struct gpt2_slot {
 int gpt2_n_slots(const tg_gpt2_config *cfg);
 int gpt2_slots(const tg_gpt2_config *cfg, tg_gpt2_weights *w, gpt2_slot *slots);
 
+/* The GGUF path of tg_gpt2_load over a caller-owned buffer (fuzzing). */
+tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int vocab_only, tg_err *err);
+
 /* Loads a Hugging Face GPT-2 folder into m (hf.c). */
 tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err);
 
