@@ -2,12 +2,13 @@
  * (median of repetitions), GFLOP/s, GB/s, and a baseline measured in the
  * same run (OpenBLAS for matmul; the C reference for the other kernels),
  * with speedup = baseline time / our time (> 1: we are faster; the median of
- * per-repetition ratios). Softmax, layernorm, GELU, add and attention,
+ * per-repetition ratios) and best = fastest baseline repetition / our fastest
+ * (the estimate least disturbed by other processes on a shared machine). Softmax, layernorm, GELU, add and attention,
  * 5-50x faster than their baseline, report the best batch of each side
  * instead (bench_pair_best).
  *
- *   bench_kernels [--kernel NAME] [--isa NAME] [--threads N] [--shape TEXT] [--quick]
- *                 [--cputime]
+ *   bench_kernels [--kernel NAME] [--isa NAME] [--threads N] [--shape TEXT] [--T N]
+ *                 [--quick] [--cputime]
  *
  * Our timings and the baseline's are interleaved repetition by repetition,
  * so that noise from other processes hits both alike. Numbers are reported,
@@ -55,6 +56,7 @@ typedef struct bench_ctx {
     int quick;
     int cputime;                 /* --cputime */
     const char *only_shape;      /* --shape: substring of the shape column */
+    int T;                       /* --T: one token count instead of 1 and 128 */
     double budget_s;             /* target time per measurement (ours + baseline) */
 } bench_ctx;
 
@@ -64,6 +66,7 @@ typedef struct bench_ctx {
  * skews one pair, not the result). */
 typedef struct bench_result {
     double us, base_us, speedup; /* base_us, speedup < 0: no baseline */
+    double best;                 /* fastest base / fastest ours: closest to an idle machine */
 } bench_result;
 
 /* Times f and (if given) g, interleaved: each repetition times a batch of
@@ -93,7 +96,7 @@ static bench_result bench_pair(const bench_ctx *bc, bench_call f, void *fctx, be
             ratio[r] = gt[r] / ft[r];
         }
     }
-    bench_result res = {-1, -1, -1};
+    bench_result res = {-1, -1, -1, -1};
     qsort(ft, (size_t)reps, sizeof ft[0], cmp_double);
     res.us = 1e6 * ft[reps / 2];
     if (g) {
@@ -101,6 +104,7 @@ static bench_result bench_pair(const bench_ctx *bc, bench_call f, void *fctx, be
         qsort(ratio, (size_t)reps, sizeof ratio[0], cmp_double);
         res.base_us = 1e6 * gt[reps / 2];
         res.speedup = ratio[reps / 2];
+        res.best = gt[0] / ft[0];
     }
     return res;
 }
@@ -108,8 +112,8 @@ static bench_result bench_pair(const bench_ctx *bc, bench_call f, void *fctx, be
 /* ---- the table ---------------------------------------------------------------- */
 
 static void bench_header(void) {
-    printf("%-8s %-7s %-26s %-5s %3s %10s %8s %8s  %-9s %10s %7s\n", "kernel", "isa", "shape",
-           "mem", "thr", "us/call", "GFLOP/s", "GB/s", "baseline", "base us", "speedup");
+    printf("%-8s %-7s %-26s %-5s %3s %10s %8s %8s  %-9s %10s %7s %7s\n", "kernel", "isa", "shape",
+           "mem", "thr", "us/call", "GFLOP/s", "GB/s", "baseline", "base us", "speedup", "best");
 }
 
 /* One line: flops and bytes are per call (bytes: what must move from memory
@@ -122,9 +126,9 @@ static void bench_row(const char *kernel, const char *isa, const char *shape, co
     if (bytes > 0) printf("%8.2f  ", bytes / r.us * 1e-3);
     else printf("%8s  ", "-");
     if (r.base_us > 0)
-        printf("%-9s %10.2f %6.2fx\n", base, r.base_us, r.speedup);
+        printf("%-9s %10.2f %6.2fx %6.2fx\n", base, r.base_us, r.speedup, r.best);
     else
-        printf("%-9s %10s %7s\n", "-", "-", "-");
+        printf("%-9s %10s %7s %7s\n", "-", "-", "-", "-");
     fflush(stdout);
 }
 
@@ -178,12 +182,13 @@ static void bench_matmul(bench_ctx *bc) {
         {"gpt2 vocab", 768, 50257}, {"tiny qkv", 128, 384},  {"tiny fc", 128, 512},
         {"tiny proj", 512, 128},    {"tiny vocab", 128, 512},
     };
-    static const int Ts[] = {1, 128};
+    int Ts[] = {1, 128};
+    if (bc->T > 0) Ts[0] = Ts[1] = bc->T;
     const double dram_bytes = 256e6; /* a weight set this big cannot stay in the caches */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int in = shapes[s].in, out = shapes[s].out;
         size_t nw = (size_t)in * out;
-        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+        for (size_t ti = 0; ti < (bc->T > 0 ? 1 : sizeof Ts / sizeof Ts[0]); ti++) {
             int T = Ts[ti];
             /* decode (T=1) streams its weights from DRAM; tiny decode also hot
              * (a tiny model's weights all sit in L2/L3); prefill is hot. */
@@ -353,7 +358,7 @@ static bench_result bench_pair_best(const bench_ctx *bc, bench_call f, void *fct
         if (ft < fbest) fbest = ft;
         if (gt < gbest) gbest = gt;
     }
-    bench_result res = {1e6 * fbest, 1e6 * gbest, gbest / fbest};
+    bench_result res = {1e6 * fbest, 1e6 * gbest, gbest / fbest, gbest / fbest};
     return res;
 }
 
@@ -495,7 +500,7 @@ static const struct {
 };
 
 static int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--kernel NAME] [--isa NAME] [--threads 1|2] [--shape TEXT] [--quick] [--cputime]\n", argv0);
+    fprintf(stderr, "usage: %s [--kernel NAME] [--isa NAME] [--threads 1|2] [--shape TEXT] [--T N] [--quick] [--cputime]\n", argv0);
     return 2;
 }
 
@@ -506,6 +511,10 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[a], "--kernel") && a + 1 < argc) only_kernel = argv[++a];
         else if (!strcmp(argv[a], "--isa") && a + 1 < argc) only_isa = argv[++a];
         else if (!strcmp(argv[a], "--shape") && a + 1 < argc) bc.only_shape = argv[++a];
+        else if (!strcmp(argv[a], "--T") && a + 1 < argc) {
+            bc.T = atoi(argv[++a]);
+            if (bc.T < 1 || bc.T > 4096) return usage(argv[0]);
+        }
         else if (!strcmp(argv[a], "--threads") && a + 1 < argc) {
             bc.max_threads = atoi(argv[++a]);
             if (bc.max_threads < 1 || bc.max_threads > 2) return usage(argv[0]);
