@@ -101,6 +101,24 @@ Test(matmul, shapes) {
             }
 }
 
+/* Around the GEMM's blocking: token blocks of 128 (T = 127..257), K blocks
+ * of 256 (IN = 255..513) and 16/32-column panels, so that every edge of
+ * every block is crossed at least once. */
+Test(matmul, block_edges) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int shapes[][3] = {/* T, IN, OUT */
+        {127, 255, 33}, {128, 256, 32}, {129, 257, 31}, {257, 513, 65},
+        {200, 300, 47}, {6, 512, 96},   {9, 1000, 17},  {130, 64, 129}};
+    for (int s = 0; s < LEN(shapes); s++) {
+        mm_case c = mm_new(&r, shapes[s][0], shapes[s][1], shapes[s][2], s & 1);
+        check_case(&ref, eng, n_eng, &c, 0, shapes[s][2]);
+        mm_free(&c);
+    }
+}
+
 /* The GPT-2 vocabulary projection: OUT = 50257 with a small T. */
 Test(matmul, vocab) {
     tg_engine ref, eng[TG_ISA_COUNT];
