@@ -1,4 +1,18 @@
-/* ops_neon.c — not yet vectorised: the table keeps the C reference. */
+/* ops_neon.c — softmax, layernorm, GELU, add and the attention core for
+ * aarch64 Advanced SIMD: the shared templates (engine/simd/) instantiated
+ * with the NEON vocabulary (4-float vectors, SLEEF's advsimd exp/tanh). */
 #include "engine/arm/arm.h"
+#include "engine/arm/vec_neon.h"
+#include "engine/simd/ops_tmpl.h"
+#include "engine/simd/attn_tmpl.h"
 
-void tg_kernels_init_ops_neon(tg_kernels *k) { (void)k; }
+void tg_kernels_init_ops_neon(tg_kernels *k) {
+    k->softmax = softmax_neon;
+    k->layernorm = layernorm_neon;
+    k->gelu = gelu_neon;
+    k->add = add_neon;
+    k->attn_scores = attn_scores_neon;
+    k->attn_mix = attn_mix_neon;
+    k->attn_decode = attn_decode_neon;
+    k->attn_prefill = attn_prefill_neon;
+}

@@ -217,3 +217,27 @@ Test(isa, scalar_engine_is_the_reference) {
     for (int j = 0; j < N_KERNELS; j++)
         cr_expect(kernel_at(&e.k, j) == kernel_at(&ref, j), "scalar entry %d is not the reference", j);
 }
+
+/* Issue 2's kernels: every SIMD ISA replaces every one of them (a table entry
+ * left at the C reference would pass every comparison test unnoticed). */
+Test(isa, simd_isas_upgrade_every_inference_kernel) {
+    tg_kernels ref;
+    tg_kernels_init_ref(&ref);
+    for (int i = 1; i < TG_ISA_COUNT; i++) {
+        if (!tg_isa_supported((tg_isa)i)) continue;
+        tg_engine e;
+        cr_assert_eq(tg_engine_init(&e, (tg_isa)i, NULL), TG_OK);
+        const char *isa = tg_isa_name((tg_isa)i);
+#define UPGRADED(f) cr_expect(e.k.f != ref.f, "%s: " #f " is still the C reference", isa)
+        UPGRADED(matmul);
+        UPGRADED(softmax);
+        UPGRADED(layernorm);
+        UPGRADED(gelu);
+        UPGRADED(add);
+        UPGRADED(attn_scores);
+        UPGRADED(attn_mix);
+        UPGRADED(attn_decode);
+        UPGRADED(attn_prefill);
+#undef UPGRADED
+    }
+}

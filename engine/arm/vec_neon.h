@@ -1,0 +1,61 @@
+/* vec_neon.h — the SIMD vocabulary of engine/simd/ (ops_tmpl.h, attn_tmpl.h)
+ * for aarch64 Advanced SIMD: one vector type of VL floats, a lane mask for
+ * tails, and the few operations the kernels are written in. Include only from
+ * engine/arm/ files.
+ *
+ * NEON has no masked loads or stores, so a mask here is the number of active
+ * lanes (always a prefix) and the masked forms go through a small stack
+ * buffer: they never touch memory past the active lanes either. */
+#ifndef TINYGPT_VEC_NEON_H
+#define TINYGPT_VEC_NEON_H
+
+#include <arm_neon.h>
+#include <sleef.h>
+#include <string.h>
+
+#define VL 4
+#define ISA_SUFFIX neon
+
+typedef float32x4_t vf;
+typedef int vmask; /* lanes 0..vmask-1 active */
+
+static inline vf vzero(void) { return vdupq_n_f32(0.0f); }
+static inline vf vset(float x) { return vdupq_n_f32(x); }
+static inline vf vld(const float *p) { return vld1q_f32(p); }
+static inline void vst(float *p, vf x) { vst1q_f32(p, x); }
+
+/* The first n lanes active, 0 <= n <= VL. */
+static inline vmask vmask_first(int n) { return n; }
+static inline vf vld_m_or(const float *p, vmask m, vf fill) {
+    float buf[VL];
+    vst1q_f32(buf, fill);
+    memcpy(buf, p, (size_t)m * sizeof(float));
+    return vld1q_f32(buf);
+}
+static inline vf vld_m(const float *p, vmask m) { return vld_m_or(p, m, vzero()); }
+static inline void vst_m(float *p, vmask m, vf x) {
+    float buf[VL];
+    vst1q_f32(buf, x);
+    memcpy(p, buf, (size_t)m * sizeof(float));
+}
+
+static inline vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
+static inline vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
+static inline vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
+static inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); } /* a*b+c */
+/* x > acc ? x : acc per lane: a NaN in x is skipped, like the reference's
+ * `x > m ? x : m` (FMAX would propagate it). */
+static inline vf vmax(vf acc, vf x) { return vbslq_f32(vcgtq_f32(x, acc), x, acc); }
+static inline vf vexp(vf x) { return Sleef_expf4_u10advsimd(x); }
+static inline vf vtanh(vf x) { return Sleef_tanhf4_u10advsimd(x); }
+
+static inline float vsum(vf x) { return vaddvq_f32(x); }
+static inline float vhmax(vf x) { return vmaxvq_f32(x); }
+
+/* Lane r of the result = the sum of the lanes of a[r]: VL dot products
+ * finished together (two rounds of pairwise adds). */
+static inline vf vsum_lanes(const vf a[VL]) {
+    return vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3]));
+}
+
+#endif
