@@ -13,6 +13,9 @@
  *              target >= 20,000 tok/s on 1, and 2 never slower than 1.
  *
  *   bench_model [--quick] [--only tiny|gpt2] [-t 1,2] [--isa ISA]
+ *   bench_model --model FILE [--quick] [-t 1,2]   (decode and prefill of a
+ *                                                  checkpoint, e.g. one from
+ *                                                  `tinygpt init`)
  *
  * Each figure is the best of a few repetitions (the machine is shared).
  * The model is built in memory with random weights: speed does not depend
@@ -165,15 +168,16 @@ static double decode_rate(tg_gpt *g, int n_prompt, int steps, int reps, int samp
 #ifdef TG_HAVE_OPENBLAS
 /* The matmuls of a T-token prefill (last-row LM head) with OpenBLAS sgemm,
  * on the same weights; best of reps. */
-static double blas_prefill_time(const bench_model *b, int T, int threads, int reps) {
+static double blas_prefill_time(const bench_model *b, int T, int threads, int reps,
+                                double *cpu_time) {
     const tg_gpt2_config *c = &b->m.cfg;
     int E = c->n_embd, F = c->n_ff, V = c->n_vocab;
     float *x = malloc((size_t)T * F * sizeof(float)), *y = malloc((size_t)T * F * sizeof(float));
     for (size_t i = 0; i < (size_t)T * F; i++) x[i] = frand();
     openblas_set_num_threads(threads);
-    double best = INFINITY;
+    double best = INFINITY, best_cpu = INFINITY;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         for (int l = 0; l < c->n_layer; l++) {
             const tg_gpt2_layer *w = &b->m.w.layers[l];
             const struct {
@@ -187,30 +191,27 @@ static double blas_prefill_time(const bench_model *b, int T, int threads, int re
         float *logits = malloc((size_t)V * sizeof(float));
         cblas_sgemv(CblasRowMajor, CblasNoTrans, V, E, 1.0f, b->m.w.lm_head, E, x, 1, 0.0f,
                     logits, 1);
-        double t = now() - t0;
+        double t = now() - t0, ct = cpu_now() - c0;
         free(logits);
         best = t < best ? t : best;
+        best_cpu = ct < best_cpu ? ct : best_cpu;
     }
+    *cpu_time = best_cpu;
     free(x);
     free(y);
     return best;
 }
 #endif
 
-static void bench_gpt2(const int *threads, int n_threads, const char *isa, int quick) {
-    bench_model b;
-    double t0 = now();
-    if (make_model(&b, 12, 12, 768, 1024, 50257)) {
-        fprintf(stderr, "bench_model: out of memory for gpt2-small\n");
-        exit(1);
-    }
-    const tg_gpt2_config *c = &b.m.cfg;
-    printf("## gpt2-small: L12 H12 E768 C1024 V50257, f32, %.0f MB of weights (built in %.1f s)\n",
-           tg_gpt2_n_params(c, 1) * 4e-6, now() - t0);
-    int n_prompt = 64, steps = quick ? 8 : 32, T = 512;
+/* Decode against the DRAM roofline and prefill against OpenBLAS, for a model
+ * with a context of at least 128. */
+static void bench_big(bench_model *b, const int *threads, int n_threads, const char *isa,
+                      int quick) {
+    const tg_gpt2_config *c = &b->m.cfg;
+    int n_prompt = 64, steps = quick ? 8 : 32, T = c->n_ctx < 1024 ? c->n_ctx / 2 : 512;
     for (int ti = 0; ti < n_threads; ti++) {
         int th = threads[ti];
-        tg_gpt *g = make_gpt(&b, th, isa);
+        tg_gpt *g = make_gpt(b, th, isa);
         tg_err err;
         double gbs = 0;
         if (tg_measure_dram_read(tg_gpt_pool(g), th, 0, quick ? 0.3 : 1.0, &gbs, &err))
@@ -230,21 +231,26 @@ static void bench_gpt2(const int *threads, int n_threads, const char *isa, int q
         int *tok = malloc((size_t)T * sizeof *tok);
         float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
         for (int i = 0; i < T; i++) tok[i] = (i * 31) % c->n_vocab;
-        double best = INFINITY;
-        for (int r = 0; r < (quick ? 1 : 3); r++) {
-            double s0 = now();
+        double best = INFINITY, best_cpu = INFINITY;
+        for (int r = 0; r < (quick ? 2 : 4); r++) {
+            double s0 = now(), c0 = cpu_now();
             forward(g, tok, T, 0, logits);
-            double t = now() - s0;
+            double t = now() - s0, ct = cpu_now() - c0;
             best = t < best ? t : best;
+            best_cpu = ct < best_cpu ? ct : best_cpu;
         }
         tg_opcost f = tg_opcost_forward(c, T, 0, 1);
         printf("prefill  %d thread%s %-6s %d tokens in %.3f s, %7.1f tok/s, %6.1f GFLOP/s",
                th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), T, best, T / best,
                f.flops / best * 1e-9);
 #ifdef TG_HAVE_OPENBLAS
-        double blas = blas_prefill_time(&b, T, th, quick ? 1 : 3);
-        printf(" | OpenBLAS sgemm (same matmuls) %.3f s | ratio %.2f (target 0.8)\n", blas,
+        double blas_cpu, blas = blas_prefill_time(b, T, th, quick ? 2 : 4, &blas_cpu);
+        printf(" | OpenBLAS sgemm (same matmuls) %.3f s | ratio %.2f (target 0.8)", blas,
                blas / best);
+        if (th == 1)
+            printf(" | by CPU time %.3f s vs %.3f s: ratio %.2f", best_cpu, blas_cpu,
+                   blas_cpu / best_cpu);
+        printf("\n");
 #else
         printf(" | (no OpenBLAS baseline)\n");
 #endif
@@ -253,7 +259,6 @@ static void bench_gpt2(const int *threads, int n_threads, const char *isa, int q
         free(logits);
         tg_gpt_free(g);
     }
-    free_model(&b);
 }
 
 /* ---- tiny ----------------------------------------------------------------------- */
@@ -284,11 +289,12 @@ static void bench_tiny(const int *threads, int n_threads, const char *isa, int q
 
 int main(int argc, char **argv) {
     int quick = 0, threads[8] = {1, 2}, n_threads = 2;
-    const char *only = NULL, *isa = NULL;
+    const char *only = NULL, *isa = NULL, *model_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             n_threads = 0;
             for (char *s = argv[++i]; *s && n_threads < 8;) {
@@ -296,7 +302,8 @@ int main(int argc, char **argv) {
                 if (*s == ',') s++;
             }
         } else {
-            fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2] [-t 1,2] [--isa ISA]\n");
+            fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2 | --model FILE] "
+                            "[-t 1,2] [--isa ISA]\n");
             return 2;
         }
     }
@@ -306,7 +313,36 @@ int main(int argc, char **argv) {
             return 2;
         }
     printf("# bench_model: best of several runs; ceilings measured in this run\n");
-    if (!only || !strcmp(only, "tiny")) bench_tiny(threads, n_threads, isa, quick);
-    if (!only || !strcmp(only, "gpt2")) bench_gpt2(threads, n_threads, isa, quick);
+    if (!model_path && (!only || !strcmp(only, "tiny"))) bench_tiny(threads, n_threads, isa, quick);
+    if (model_path) {
+        bench_model b = {0};
+        tg_err err;
+        if (tg_gpt2_load(&b.m, model_path, 0, &err)) {
+            fprintf(stderr, "bench_model: %s\n", err.msg);
+            return 1;
+        }
+        const tg_gpt2_config *c = &b.m.cfg;
+        printf("## %s: L%d H%d E%d C%d V%d\n", model_path, c->n_layer, c->n_head, c->n_embd,
+               c->n_ctx, c->n_vocab);
+        if (c->n_ctx < 128) {
+            fprintf(stderr, "bench_model: %s: a context of at least 128 is needed\n", model_path);
+            return 1;
+        }
+        bench_big(&b, threads, n_threads, isa, quick);
+        tg_gpt2_free(&b.m);
+        return 0;
+    }
+    if (!only || !strcmp(only, "gpt2")) {
+        bench_model b;
+        double t0 = now();
+        if (make_model(&b, 12, 12, 768, 1024, 50257)) {
+            fprintf(stderr, "bench_model: out of memory for gpt2-small\n");
+            return 1;
+        }
+        printf("## gpt2-small: L12 H12 E768 C1024 V50257, f32, %.0f MB of weights (built in %.1f s)\n",
+               tg_gpt2_n_params(&b.m.cfg, 1) * 4e-6, now() - t0);
+        bench_big(&b, threads, n_threads, isa, quick);
+        free_model(&b);
+    }
     return 0;
 }
