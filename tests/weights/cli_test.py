@@ -153,6 +153,11 @@ with tempfile.TemporaryDirectory() as tmp:
     types = {t["name"]: t["type"] for t in json.loads(r.stdout)["tensors"]}
     check(types["blk.0.ffn_up.weight"] == "F16" and types["blk.0.ffn_up.bias"] == "F32", f"f16 types {types}")
     expect(["convert", p("h.gguf"), "-o", p("h32.gguf")], 0)
+    # write -> read -> write is byte-identical (all tensors and metadata survive)
+    expect(["convert", m, "-o", p("again.gguf")], 0)
+    check(open(p("again.gguf"), "rb").read() == a, "init -> convert is not byte-identical")
+    expect(["convert", p("h.gguf"), "-o", p("h-again.gguf"), "--dtype", "f16"], 0)
+    check(open(p("h-again.gguf"), "rb").read() == open(p("h.gguf"), "rb").read(), "f16 round trip not byte-identical")
     r = expect(["inspect", "--json", p("h32.gguf")], 0)
     check(all(t["type"] == "F32" for t in json.loads(r.stdout)["tensors"]), "re-encode to f32")
     expect(["init", "--layers", "1", "--heads", "1", "--embd", "4", "--ctx", "4", "--vocab-from", m, "-o", p("v.gguf")], 0)
