@@ -55,7 +55,9 @@ typedef struct tg_vocab {
     char *pre;            /* tokenizer.ggml.pre, or NULL */
 } tg_vocab;
 
-/* A loaded checkpoint: owns the mapping/allocations behind every pointer. */
+/* A loaded checkpoint: owns the mapping/allocations behind every pointer.
+ * Aligned F32 tensors of a GGUF point straight into a read-only memory map:
+ * never write through the weight pointers (copy them to train). */
 typedef struct tg_gpt2_model {
     tg_gpt2_config cfg;
     tg_gpt2_weights w;     /* all NULL for a vocab-only file */
@@ -76,7 +78,7 @@ typedef enum tg_dtype { TG_DTYPE_F32 = 0, TG_DTYPE_F16 = 1 } tg_dtype;
 
 /* Writes a gpt2 GGUF v3 (32-byte alignment, output.weight written even when
  * tied, tokenizer metadata) to a temporary file beside `path`, then renames
- * it into place. `extra` key/values are not supported yet. */
+ * it into place. For extra key/values or tensors, see tg_gpt2_to_gguf. */
 tg_status tg_gpt2_save(const char *path, const tg_gpt2_config *cfg,
                        const tg_gpt2_weights *w, const tg_vocab *vocab,
                        tg_dtype dtype, tg_err *err);
