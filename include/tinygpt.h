@@ -74,9 +74,10 @@ int tinygpt_n_head(const tinygpt *m);
 int tinygpt_n_embd(const tinygpt *m);
 int tinygpt_eos(const tinygpt *m);      /* <|endoftext|>, or -1 */
 
-/* Text -> ids. Writes at most cap ids and sets *n_ids to the full count; if
- * cap is too small the result is TINYGPT_ERR_RANGE (call again with
- * *n_ids). With parse_special, "<|endoftext|>" in the text becomes its id. */
+/* Text -> ids. Writes at most cap ids and sets *n_ids to the full count
+ * (ids may be NULL with cap 0 to ask for the count); if cap is too small
+ * the result is TINYGPT_ERR_RANGE (call again with *n_ids). With
+ * parse_special, "<|endoftext|>" in the text becomes its id. */
 tinygpt_status tinygpt_tokenize(tinygpt *m, const char *text, size_t len, int parse_special,
                                 int *ids, size_t cap, size_t *n_ids);
 

@@ -41,9 +41,8 @@ void tinygpt_sampling_init(tinygpt_sampling *s) {
                             p.repeat_window, p.seed};
 }
 
-static tinygpt_status fail(tinygpt *m, tg_status s) {
-    return (tinygpt_status)s; /* m->err already holds the message */
-}
+/* A tg_status as the public enum (same values; m->err holds the message). */
+static tinygpt_status fail(tg_status s) { return (tinygpt_status)s; }
 
 tinygpt_status tinygpt_open(tinygpt **out, const char *path, const tinygpt_options *opts,
                             char *errbuf) {
@@ -100,12 +99,12 @@ tinygpt_status tinygpt_tokenize(tinygpt *m, const char *text, size_t len, int pa
     int *all = NULL;
     size_t n = 0;
     tg_status s = tg_tokenizer_encode(m->tok, text, len, parse_special, &all, &n, &m->err);
-    if (s) return fail(m, s);
+    if (s) return fail(s);
     *n_ids = n;
-    memcpy(ids, all, (n < cap ? n : cap) * sizeof *ids);
+    if (ids && cap) memcpy(ids, all, (n < cap ? n : cap) * sizeof *ids);
     free(all);
     if (n > cap)
-        return fail(m, tg_fail(&m->err, TG_ERR_RANGE,
+        return fail(tg_fail(&m->err, TG_ERR_RANGE,
                                "tinygpt_tokenize: %zu ids do not fit a buffer of %zu", n, cap));
     return TINYGPT_OK;
 }
@@ -115,13 +114,15 @@ tinygpt_status tinygpt_detokenize(tinygpt *m, const int *ids, size_t n, char *bu
     char *text = NULL;
     size_t tl = 0;
     tg_status s = tg_tokenizer_decode(m->tok, ids, n, &text, &tl, &m->err);
-    if (s) return fail(m, s);
+    if (s) return fail(s);
     *len = tl;
-    memcpy(buf, text, tl < cap ? tl : cap);
-    if (tl < cap) buf[tl] = 0;
+    if (buf && cap) {
+        memcpy(buf, text, tl < cap ? tl : cap);
+        if (tl < cap) buf[tl] = 0;
+    }
     free(text);
     if (tl > cap)
-        return fail(m, tg_fail(&m->err, TG_ERR_RANGE,
+        return fail(tg_fail(&m->err, TG_ERR_RANGE,
                                "tinygpt_detokenize: %zu bytes do not fit a buffer of %zu", tl, cap));
     return TINYGPT_OK;
 }
@@ -134,7 +135,7 @@ size_t tinygpt_utf8_complete(const char *buf, size_t n) { return tg_utf8_complet
 
 tinygpt_status tinygpt_eval(tinygpt *m, const int *tokens, int n, int pos, float *logits,
                             int all_logits) {
-    return fail(m, tg_gpt_forward(m->gpt, tokens, n, pos, logits, all_logits, &m->err));
+    return fail(tg_gpt_forward(m->gpt, tokens, n, pos, logits, all_logits, &m->err));
 }
 
 tinygpt_status tinygpt_set_sampling(tinygpt *m, const tinygpt_sampling *p) {
@@ -142,7 +143,7 @@ tinygpt_status tinygpt_set_sampling(tinygpt *m, const tinygpt_sampling *p) {
                             p->repeat_window, p->seed};
     tg_sampler *s;
     tg_status st = tg_sampler_create(&s, &sp, m->model.cfg.n_vocab, &m->err);
-    if (st) return fail(m, st);
+    if (st) return fail(st);
     tg_sampler_free(m->sampler);
     m->sampler = s;
     return TINYGPT_OK;

@@ -75,6 +75,7 @@ int cmd_eval(int argc, char **argv) {
 
     run_ctx rc;
     ro.n_ctx = (int)ctx;
+    ro.ctx_min = 2;
     int code = run_open(&rc, CMD, model_path, &ro);
     if (code) {
         free(text);

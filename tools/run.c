@@ -33,8 +33,8 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
     int C = rc->model.cfg.n_ctx;
     if (o->n_ctx > C) {
         run_close(rc);
-        return cli_usage(cmd, "--ctx: %d is outside [1, %d] (the context of %s)", o->n_ctx, C,
-                         model_path);
+        return cli_usage(cmd, "--ctx: %d is outside [%d, %d] (the context of %s)", o->n_ctx,
+                         o->ctx_min > 0 ? o->ctx_min : 1, C, model_path);
     }
     if (tg_tokenizer_create(&rc->tok, &rc->model.vocab, &err)) {
         run_close(rc);

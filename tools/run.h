@@ -11,6 +11,7 @@ typedef struct run_opts {
     int n_threads;    /* >= 1 */
     const char *isa;  /* NULL: $TINYGPT_ISA or the best */
     int n_ctx;        /* 0: the model's context */
+    int ctx_min;      /* smallest --ctx the command accepts (for the message) */
 } run_opts;
 
 typedef struct run_ctx {

@@ -264,7 +264,7 @@ def main():
                        os.path.join(tmp, "nope.txt"))
         ck.expect_fail(2, ["-f TEXT"], "eval", "-m", gg)
         ck.expect_fail(2, ["[2, "], "eval", "-m", gg, "-f", tf, "--ctx", "1")
-        ck.expect_fail(2, ["[1, 64]"], "eval", "-m", gg, "-f", tf, "--ctx", "100")
+        ck.expect_fail(2, ["[2, 64]"], "eval", "-m", gg, "-f", tf, "--ctx", "100")
         ck.expect_fail(2, ["unknown option"], "eval", "-m", gg, "-f", tf, "--nope")
         one = os.path.join(tmp, "one.txt")
         with open(one, "wb") as f:

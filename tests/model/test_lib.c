@@ -81,9 +81,13 @@ int main(int argc, char **argv) {
     /* Tokenize: too small a buffer reports the size needed. */
     size_t len = strlen(text), n = 0, need = 0;
     int small[1];
-    s = tinygpt_tokenize(m, text, len, 0, small, 0, &need);
-    CHECK(len < 2 || (s == TINYGPT_ERR_RANGE && need > 0 && *tinygpt_last_error(m)),
-          "small buffer: %d need %zu", s, need);
+    s = tinygpt_tokenize(m, text, len, 0, NULL, 0, &need); /* size query */
+    CHECK(len == 0 || (s == TINYGPT_ERR_RANGE && need > 0 && *tinygpt_last_error(m)),
+          "size query: %d need %zu", s, need);
+    size_t need1 = 0;
+    s = tinygpt_tokenize(m, text, len, 0, small, 1, &need1);
+    CHECK(need < 2 || (s == TINYGPT_ERR_RANGE && need1 == need), "small buffer: %d need %zu", s,
+          need1);
     int *ids = malloc((need + 1) * sizeof *ids);
     s = tinygpt_tokenize(m, text, len, 0, ids, need + 1, &n);
     CHECK(s == TINYGPT_OK && n == need, "tokenize: %d, %zu ids vs %zu", s, n, need);
