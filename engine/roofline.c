@@ -78,9 +78,16 @@ size_t tg_dram_probe_bytes(void) {
 
 /* ---- DRAM read ------------------------------------------------------------ */
 
+/* A pass reads one window of the buffer (an eighth of it), the next pass
+ * the next window: each pass is short (~1 ms), so the best pass is one the
+ * scheduler did not interrupt even on a busy machine, and a window is long
+ * gone from the caches when its turn comes again. */
+enum { N_WINDOWS = 8 };
+
 typedef struct read_job {
     const uint64_t *buf;
-    size_t n;                 /* uint64 words */
+    size_t n;                 /* uint64 words in a window */
+    size_t w0;                /* first word of this pass's window */
     uint64_t sums[64];        /* one per thread (nth <= 64 here) */
 } read_job;
 
@@ -98,7 +105,7 @@ static uint64_t read_words(const uint64_t *w, size_t i0, size_t i1) {
 static void read_task(void *ctx, int ith, int nth) {
     read_job *j = ctx;
     size_t i0 = j->n * (size_t)ith / (size_t)nth, i1 = j->n * (size_t)(ith + 1) / (size_t)nth;
-    j->sums[ith] += read_words(j->buf, i0, i1);
+    j->sums[ith] += read_words(j->buf + j->w0, i0, i1);
 }
 
 tg_status tg_measure_dram_read(tg_pool *pool, int nth, size_t bytes, double seconds,
@@ -108,7 +115,8 @@ tg_status tg_measure_dram_read(tg_pool *pool, int nth, size_t bytes, double seco
                        tg_pool_size(pool));
     if (bytes == 0) bytes = tg_dram_probe_bytes();
     bytes &= ~(size_t)63;
-    if (bytes < 64) return tg_fail(err, TG_ERR_ARG, "roofline: DRAM probe buffer too small");
+    if (bytes < 64 * N_WINDOWS)
+        return tg_fail(err, TG_ERR_ARG, "roofline: DRAM probe buffer too small");
     uint64_t *buf = aligned_alloc(64, bytes);
     if (!buf)
         return tg_fail(err, TG_ERR_NOMEM, "roofline: cannot allocate a %zu MiB probe buffer",
@@ -119,18 +127,20 @@ tg_status tg_measure_dram_read(tg_pool *pool, int nth, size_t bytes, double seco
         return tg_fail(err, TG_ERR_NOMEM, "roofline: out of memory");
     }
     j->buf = buf;
-    j->n = bytes / sizeof(uint64_t);
-    /* Touch every page from the thread that will read it (first touch). */
-    for (size_t i = 0; i < j->n; i++) buf[i] = i * 0x9E3779B97F4A7C15u;
+    size_t words = bytes / sizeof(uint64_t);
+    j->n = words / N_WINDOWS;
+    for (size_t i = 0; i < words; i++) buf[i] = i * 0x9E3779B97F4A7C15u; /* fault pages in */
     double best = 0, t_end = now_s() + seconds;
+    double win_bytes = (double)j->n * sizeof(uint64_t);
     int passes = 0;
     do {
+        j->w0 = (size_t)(passes % N_WINDOWS) * j->n;
         double t0 = now_s();
         tg_pool_run(pool, nth, read_task, j);
         double dt = now_s() - t0;
-        if (dt > 0 && (double)bytes / dt > best) best = (double)bytes / dt;
+        if (dt > 0 && win_bytes / dt > best) best = win_bytes / dt;
         passes++;
-    } while (passes < 3 || now_s() < t_end);
+    } while (passes < 2 * N_WINDOWS || now_s() < t_end);
     /* Keep the sums observable so the reads cannot be dropped. */
     volatile uint64_t sink = 0;
     for (int i = 0; i < nth; i++) sink += j->sums[i];
@@ -168,14 +178,15 @@ tg_status tg_measure_fma_peak(tg_pool *pool, int nth, tg_isa isa, double seconds
         return tg_fail(err, TG_ERR_UNSUPPORTED, "roofline: this CPU does not support %s",
                        tg_isa_name(isa));
     fma_job j = {.fn = tg_fma_probe_arch(isa), .iters = 1 << 14};
-    /* Calibrate: grow iters until one pass takes >= 10 ms. */
+    /* Calibrate: grow iters until one pass takes >= 1 ms (short, so the
+     * best pass is an uninterrupted one even on a busy machine). */
     double dt = 0;
     for (;;) {
         double t0 = now_s();
         tg_pool_run(pool, nth, fma_task, &j);
         dt = now_s() - t0;
-        if (dt >= 0.01 || j.iters > (1L << 40)) break;
-        j.iters *= dt > 0.001 ? (long)(0.012 / dt) + 1 : 8;
+        if (dt >= 0.001 || j.iters > (1L << 40)) break;
+        j.iters *= dt > 0.0001 ? (long)(0.0012 / dt) + 1 : 8;
     }
     double best = 0, t_end = now_s() + seconds;
     int passes = 0;
@@ -186,7 +197,7 @@ tg_status tg_measure_fma_peak(tg_pool *pool, int nth, tg_isa isa, double seconds
         double flops = (double)j.iters * TG_FMA_CHAINS * j.lanes * 2.0 * nth;
         if (dt > 0 && flops / dt > best) best = flops / dt;
         passes++;
-    } while (passes < 3 || now_s() < t_end);
+    } while (passes < 10 || now_s() < t_end);
     volatile double sink = 0;
     for (int i = 0; i < nth; i++) sink += j.sums[i];
     (void)sink;

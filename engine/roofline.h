@@ -7,7 +7,8 @@
  * and "% of roofline" is that time over the measured time.
  *
  * Both probes run on the pool with nth workers (each thread its own share)
- * and report the best of several passes: the ceiling, not the average.
+ * and report the best of many short (~1 ms) passes: the ceiling, not the
+ * average, and one the scheduler did not interrupt on a shared machine.
  */
 #ifndef TINYGPT_ROOFLINE_H
 #define TINYGPT_ROOFLINE_H

@@ -315,7 +315,8 @@ static void print_phase_text(const report *rp, tg_phase ph, FILE *f) {
                              (st.wall_ns * 1e-9)
                        : -1;
     print_row_text(f, "total (per step)", &tot);
-    fprintf(f, "barrier wait (caller thread): %.3f ms (%.1f%%); time in ops per thread:",
+    fprintf(f, "barrier wait (caller thread): %.3f ms (%.1f%%); probed time per thread "
+               "(workers time attention only):",
             st.wait_ns * 1e-6, st.wall_ns > 0 ? 100 * st.wait_ns / st.wall_ns : 0.0);
     for (int i = 0; i < rp->n_threads; i++)
         fprintf(f, " t%d %.1f%%", i, st.wall_ns > 0 ? 100 * st.busy_ns[i] / st.wall_ns : 0.0);
