@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { MAX_DEPTH = 16 };
 
@@ -59,10 +60,12 @@ struct tg_profiler {
     int steps_n[TG_PHASE_COUNT];
     long tokens[TG_PHASE_COUNT];
     double wall_ns[TG_PHASE_COUNT], op_ns[TG_PHASE_COUNT], wait_ns[TG_PHASE_COUNT];
+    double cpu_ns[TG_PHASE_COUNT];
     double *busy_ns;         /* [TG_PHASE_COUNT][n_threads] */
     uint32_t step_id;
 
     uint64_t step_t0, wait0;
+    double cpu0;
 
     /* Kept for the trace. */
     int keep;
@@ -92,6 +95,13 @@ static inline uint64_t now_ns(const tg_profiler *p) {
 }
 
 uint64_t tg_profiler_now(const tg_profiler *p) { return now_ns(p); }
+
+/* CPU time of the calling thread (a system call: once per step only). */
+static double thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
 
 /* ---- recording (worker threads) --------------------------------------------- */
 
@@ -207,6 +217,7 @@ void tg_profiler_reset(tg_profiler *p) {
     memset(p->wall_ns, 0, sizeof p->wall_ns);
     memset(p->op_ns, 0, sizeof p->op_ns);
     memset(p->wait_ns, 0, sizeof p->wait_ns);
+    memset(p->cpu_ns, 0, sizeof p->cpu_ns);
     memset(p->busy_ns, 0, (size_t)TG_PHASE_COUNT * p->n_threads * sizeof *p->busy_ns);
     for (int i = 0; i < p->n_threads; i++) {
         p->slots[i].n = p->slots[i].mark = 0;
@@ -382,6 +393,7 @@ static void count_calls(tg_profiler *p, int ph) {
 void tg_profiler_step_begin(tg_profiler *p) {
     for (int i = 0; i < p->n_threads; i++) p->slots[i].mark = p->slots[i].n;
     p->wait0 = tg_pool_wait_ns(p->pool);
+    p->cpu0 = thread_cpu_ns();
     p->step_t0 = now_ns(p);
 }
 
@@ -424,6 +436,7 @@ static void keep_events(tg_profiler *p, int ph, uint64_t t0, uint64_t t1, int T,
 tg_status tg_profiler_step_end(tg_profiler *p, tg_phase ph, int T, int pos, int n_logits,
                                int sampled, tg_err *err) {
     uint64_t t1 = now_ns(p);
+    double cpu1 = thread_cpu_ns();
     if ((unsigned)ph >= TG_PHASE_COUNT || T < 1 || pos < 0 || n_logits < 0)
         return tg_fail(err, TG_ERR_ARG, "profiler: bad step (phase %d, T %d, pos %d)", (int)ph,
                        T, pos);
@@ -450,6 +463,7 @@ tg_status tg_profiler_step_end(tg_profiler *p, tg_phase ph, int T, int pos, int 
     p->tokens[ph] += T;
     p->wall_ns[ph] += (double)(t1 - p->step_t0);
     p->wait_ns[ph] += (double)(tg_pool_wait_ns(p->pool) - p->wait0);
+    p->cpu_ns[ph] += cpu1 - p->cpu0;
     keep_events(p, ph, p->step_t0, t1, T, pos, n_ev);
     /* The step's events are attributed (and copied, for a trace). */
     for (int i = 0; i < p->n_threads; i++) p->slots[i].n = p->slots[i].mark = 0;
@@ -497,6 +511,7 @@ tg_prof_phase tg_profiler_phase(const tg_profiler *p, tg_phase ph) {
     r.wall_ns = p->wall_ns[ph];
     r.op_ns = p->op_ns[ph];
     r.wait_ns = p->wait_ns[ph];
+    r.cpu_ns = p->cpu_ns[ph];
     r.busy_ns = p->busy_ns + (size_t)ph * p->n_threads;
     return r;
 }

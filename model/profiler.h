@@ -53,6 +53,9 @@ typedef struct tg_prof_phase {
     double wall_ns;      /* Σ (step_end - step_begin) */
     double op_ns;        /* Σ attributed: wall time with some thread in an op */
     double wait_ns;      /* caller's barrier wait (tg_pool_wait_ns) during the steps */
+    double cpu_ns;       /* CPU time of the caller's thread during the steps: well below
+                          * wall_ns when the machine is shared and the thread waited
+                          * for a CPU (all ops are then slower than the machine is) */
     const double *busy_ns; /* [n_threads]: time each thread spent in ops */
 } tg_prof_phase;
 

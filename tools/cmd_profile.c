@@ -293,9 +293,12 @@ static void text_row(void *ctx, int kind, const row *r) {
 static void print_phase_text(const report *rp, tg_phase ph, FILE *f) {
     tg_prof_phase st = tg_profiler_phase(rp->p, ph);
     if (!st.steps) return;
-    fprintf(f, "\n%s: %ld token%s in %d step%s, %.3f ms (%.1f tok/s)\n", tg_phase_name(ph),
-            st.tokens, st.tokens == 1 ? "" : "s", st.steps, st.steps == 1 ? "" : "s",
-            st.wall_ns * 1e-6, st.wall_ns > 0 ? st.tokens / (st.wall_ns * 1e-9) : 0.0);
+    fprintf(f, "\n%s: %ld token%s in %d step%s, %.3f ms (%.1f tok/s); the caller thread had a CPU "
+               "%.0f%% of that time\n",
+            tg_phase_name(ph), st.tokens, st.tokens == 1 ? "" : "s", st.steps,
+            st.steps == 1 ? "" : "s", st.wall_ns * 1e-6,
+            st.wall_ns > 0 ? st.tokens / (st.wall_ns * 1e-9) : 0.0,
+            st.wall_ns > 0 ? 100 * st.cpu_ns / st.wall_ns : 0.0);
     print_header_text(f);
     text_ctx t = {f, 0};
     phase_rows(rp, ph, text_row, &t);
@@ -340,9 +343,9 @@ static void print_phase_json(const report *rp, tg_phase ph, FILE *f, int first) 
     fprintf(f,
             "%s\n    {\"phase\": \"%s\", \"steps\": %d, \"tokens\": %ld, \"wall_ms\": %.6f, "
             "\"op_ms\": %.6f, \"outside_ms\": %.6f, \"barrier_wait_ms\": %.6f, "
-            "\"thread_busy_ms\": [",
+            "\"caller_cpu_ms\": %.6f, \"thread_busy_ms\": [",
             first ? "" : ",", tg_phase_name(ph), st.steps, st.tokens, st.wall_ns * 1e-6,
-            st.op_ns * 1e-6, (st.wall_ns - st.op_ns) * 1e-6, st.wait_ns * 1e-6);
+            st.op_ns * 1e-6, (st.wall_ns - st.op_ns) * 1e-6, st.wait_ns * 1e-6, st.cpu_ns * 1e-6);
     for (int i = 0; i < rp->n_threads; i++) fprintf(f, "%s%.6f", i ? ", " : "", st.busy_ns[i] * 1e-6);
     fprintf(f, "],\n     \"ops\": [");
     const char *keys[3] = {"ops", "layers", "heads"};

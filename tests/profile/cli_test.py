@@ -93,6 +93,8 @@ def check_profile_json(out, n_prompt, n_gen, threads, label, reps=1):
             check(total >= 0.95 * ph["wall_ms"],
                   f"{label} {name}: ops cover {total:.3f} of {ph['wall_ms']:.3f} ms (< 95%)")
         check(len(ph["thread_busy_ms"]) == threads, f"{label} {name}: thread_busy_ms")
+        check(0 < ph["caller_cpu_ms"] <= ph["wall_ms"] * 1.05 + 0.1,
+              f"{label} {name}: caller CPU {ph['caller_cpu_ms']} ms of {ph['wall_ms']} ms wall")
         for b in ph["thread_busy_ms"]:
             check(b <= ph["wall_ms"] * (1 + 1e-9), f"{label} {name}: busy {b} > wall")
         for o in ph["ops"]:
