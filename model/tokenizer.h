@@ -26,7 +26,11 @@
  * with \s spelled out as Unicode's White_Space property, which is what
  * OpenAI's encoder.py (the `regex` module), tiktoken, Hugging Face and
  * llama.cpp use. PCRE2's own \s under UCP also matches U+180E; the npm
- * gpt-3-encoder's JS \s misses U+0085 and adds U+FEFF. */
+ * gpt-3-encoder's JS \s misses U+0085 and adds U+FEFF. \p{L} and \p{N}
+ * come from PCRE2's tables (Debian's 10.42: Unicode 14), so a letter or
+ * digit assigned later (e.g. CJK Extension H, U+31350..U+323AF) counts as
+ * punctuation here and can split differently from a reference with newer
+ * tables (Python's regex 2022: Unicode 15; node 20: newer). */
 #define TG_GPT2_WS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 #define TG_GPT2_PRETOK_PATTERN                                                            \
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" TG_GPT2_WS "\\p{L}\\p{N}]+|[" TG_GPT2_WS \

@@ -6,6 +6,10 @@
 //       prints the ids on one line, space-separated (like `tinygpt tokenize`)
 //   node gpt2_oracle.js PKG_DIR --diff OURS THEIRS
 //       exits 1 after naming the first differing token, with its neighbours
+//   node gpt2_oracle.js PKG_DIR --write-mix OUT
+//       writes a fixed pseudo-random mixture of the pieces the pre-tokenizer
+//       tells apart (letters, digits, marks, spaces of every kind,
+//       contractions, emoji, CJK, RTL, controls), ~300 kB
 //
 // --special: "<|endoftext|>" in the text is the special token 50256 and the
 //   text between is encoded on its own (llama.cpp's parse_special); without
@@ -49,6 +53,28 @@ if (arg1 === '--diff') {
   console.log(`  ours:      ${show(a)}`);
   console.log(`  reference: ${show(b)}`);
   process.exit(1);
+}
+
+if (arg1 === '--write-mix') {
+  // Only characters assigned by Unicode 14: PCRE2 10.42 (Debian's) knows no
+  // later ones, while node and Python's regex class them as letters.
+  const pool = [...'abcXYZ019 \'\t\n\r.,!?-_"', "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S",
+    '  ', '   ', '\r\n', '\u0085', '\u00a0', '\u1680', '\u2000', '\u2028', '\u3000', '\ufeff',
+    '\u180e', '\u200b', '\x1c', '\x00', 'é', 'ß', 'Ω', 'Ж', '日', '本', '한', 'ا', '١', '٣', '½',
+    'Ⅻ', '²', '😀', '👩‍👩‍👧', '🇫🇷', '\u0301', '\u0308', '𝔘', '𐍈', '\ue000', '\u{10fffd}',
+    '\u0378', '\u{1f6d8}'];
+  let x = 88172645463325252n; // xorshift64, fixed seed
+  const next = (n) => {
+    x ^= (x << 13n) & 0xffffffffffffffffn; x ^= x >> 7n; x ^= (x << 17n) & 0xffffffffffffffffn;
+    return Number(x % BigInt(n));
+  };
+  const out = [];
+  for (let i = 0; i < 20000; i++) {
+    const n = 1 + next(12);
+    for (let k = 0; k < n; k++) out.push(pool[next(pool.length)]);
+  }
+  fs.writeFileSync(rest[0], out.join(''), 'utf8');
+  process.exit(0);
 }
 
 const special = rest.includes('--special');

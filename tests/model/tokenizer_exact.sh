@@ -75,6 +75,9 @@ compare torture-special "$here/data/torture.txt" --special
 # Unicode, as OpenAI's encoder.py (Python `regex`), tiktoken and llama.cpp do,
 # so here the reference runs its own code with only \s made Unicode's.
 compare whitespace "$here/data/whitespace.txt" --unicode-ws
+# A pseudo-random mixture of all of the above, same reference
+node "$here/gpt2_oracle.js" "$pkg" --write-mix "$work/mix.txt"
+compare mix "$work/mix.txt" --unicode-ws
 # The plain JS regex on the same text, for the record (not a failure).
 node "$here/gpt2_oracle.js" "$pkg" "$here/data/whitespace.txt" >"$work/whitespace.js-regex"
 if node "$here/gpt2_oracle.js" "$pkg" --diff "$work/whitespace.tinygpt" "$work/whitespace.js-regex" >/dev/null; then
