@@ -184,18 +184,26 @@ static void bench_matmul(bench_ctx *bc) {
     };
     int Ts[] = {1, 128};
     if (bc->T > 0) Ts[0] = Ts[1] = bc->T;
-    const double dram_bytes = 256e6; /* a weight set this big cannot stay in the caches */
+    /* Where W comes from: a rotated set of copies too big for any cache
+     * (dram), one bigger than L2 but inside L3 like all of a tiny model's
+     * weights (l3: 4 MB), or one copy called again and again (hot). */
+    static const struct {
+        const char *name;
+        double set_bytes;
+    } mems[] = {{"dram", 256e6}, {"l3", 4e6}, {"hot", 0}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int in = shapes[s].in, out = shapes[s].out;
         size_t nw = (size_t)in * out;
         for (size_t ti = 0; ti < (bc->T > 0 ? 1 : sizeof Ts / sizeof Ts[0]); ti++) {
             int T = Ts[ti];
-            /* decode (T=1) streams its weights from DRAM; tiny decode also hot
-             * (a tiny model's weights all sit in L2/L3); prefill is hot. */
-            for (int cold = T == 1; cold >= 0; cold--) {
-                if (!cold && T == 1 && nw * sizeof(float) > 4e6) continue;
-                int n_w = cold ? (int)ceil(dram_bytes / (double)(nw * sizeof(float))) : 1;
-                if (n_w < 2 && cold) n_w = 2;
+            /* decode (T=1) from DRAM, and for matrices that fit, from L3 and
+             * hot; prefill (T>1) hot. */
+            for (size_t mi = 0; mi < sizeof mems / sizeof mems[0]; mi++) {
+                double set = mems[mi].set_bytes;
+                if (T > 1 && set > 0) continue;
+                if (T == 1 && set < 1e8 && nw * sizeof(float) * 2 > 4e6) continue;
+                int n_w = set > 0 ? (int)ceil(set / (double)(nw * sizeof(float))) : 1;
+                if (set > 0 && n_w < 2) n_w = 2;
                 char shape[64];
                 snprintf(shape, sizeof shape, "%s %d>%d T=%d", shapes[s].what, in, out, T);
                 if (bc->only_shape && !strstr(shape, bc->only_shape)) continue;
@@ -222,7 +230,7 @@ static void bench_matmul(bench_ctx *bc) {
 #else
                         bench_result r = bench_pair(bc, mm_ours, &m, NULL, NULL);
 #endif
-                        bench_row("matmul", tg_isa_name(m.e->isa), shape, cold ? "dram" : "hot",
+                        bench_row("matmul", tg_isa_name(m.e->isa), shape, mems[mi].name,
                                   th, r, flops, bytes, T == 1 ? "sgemv" : "sgemm");
                         if (th > 1 && m.e->isa != TG_ISA_SCALAR) {
                             /* scaling: our th threads against our 1 thread */
@@ -231,7 +239,7 @@ static void bench_matmul(bench_ctx *bc) {
                             one.pool = bc->pool[1];
                             r = bench_pair(bc, mm_ours, &m, mm_ours, &one);
                             bench_row("matmul", tg_isa_name(m.e->isa), shape,
-                                      cold ? "dram" : "hot", th, r, flops, bytes, "1 thread");
+                                      mems[mi].name, th, r, flops, bytes, "1 thread");
                         }
                     }
                 }
