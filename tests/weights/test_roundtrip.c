@@ -266,3 +266,84 @@ Test(roundtrip, q8_0_bf16) {
     test_rmdir(dir);
     free(dir);
 }
+
+/* A vocab-only GGUF (tokenizer keys, no tensors): valid for tokenizing, a
+ * clear error as a model; inspect calls it vocab-only. */
+Test(roundtrip, vocab_only_file) {
+    test_model t;
+    test_model_make(&t, 1, 1, 4, 4, 1);
+    char *dir = test_tmpdir(), path[512];
+    snprintf(path, sizeof path, "%s/v.gguf", dir);
+    tg_err err;
+    cr_assert_eq(tg_gpt2_save(path, &t.cfg, NULL, &t.vocab, TG_DTYPE_F32, &err), TG_OK, "%s", err.msg);
+    tg_gpt2_model m;
+    cr_assert_eq(tg_gpt2_load(&m, path, 1, &err), TG_OK, "%s", err.msg);
+    check_vocab(&t.vocab, &m.vocab);
+    cr_assert_eq(m.cfg.n_vocab, 257);
+    cr_assert_eq(tg_gguf_n_tensors(tg_gpt2_gguf(&m)), 0);
+    tg_gpt2_free(&m);
+    cr_assert_eq(tg_gpt2_load(&m, path, 0, &err), TG_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "gpt2.block_count"), "%s", err.msg);
+    test_rmdir(dir);
+    free(dir);
+    test_model_free(&t);
+}
+
+/* Q8_0 matrices through the gpt2 binding: each weight within half a
+ * quantisation step of the original. */
+Test(roundtrip, q8_0_model) {
+    test_model t;
+    test_model_make(&t, 1, 2, 32, 8, 1);
+    char *dir = test_tmpdir(), path[512];
+    snprintf(path, sizeof path, "%s/q.gguf", dir);
+    tg_err err;
+    /* the gpt2 layout by hand, matrices stored Q8_0 */
+    tg_gguf_writer *q;
+    tg_gguf_writer_new(&q, &err);
+    cr_assert_eq(tg_gpt2_to_gguf(q, &t.cfg, NULL, &t.vocab, TG_DTYPE_F32, &err), TG_OK);
+    tg_gguf_set_u32(q, "gpt2.context_length", 8, &err);
+    tg_gguf_set_u32(q, "gpt2.embedding_length", 32, &err);
+    tg_gguf_set_u32(q, "gpt2.feed_forward_length", 128, &err);
+    tg_gguf_set_u32(q, "gpt2.block_count", 1, &err);
+    tg_gguf_set_u32(q, "gpt2.attention.head_count", 2, &err);
+    tg_gguf_set_f32(q, "gpt2.attention.layer_norm_epsilon", 1e-5f, &err);
+    const tg_gpt2_layer *y = &t.w.layers[0];
+    struct { const char *name; const float *x; int64_t rows, cols; } mats[] = {
+        {"token_embd.weight", t.w.wte, 257, 32}, {"position_embd.weight", t.w.wpe, 8, 32},
+        {"blk.0.attn_qkv.weight", y->qkv_w, 96, 32}, {"blk.0.attn_output.weight", y->proj_w, 32, 32},
+        {"blk.0.ffn_up.weight", y->up_w, 128, 32}, {"blk.0.ffn_down.weight", y->down_w, 32, 128}};
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+        int64_t ne[2] = {mats[i].cols, mats[i].rows};
+        cr_assert_eq(tg_gguf_add_tensor_f32(q, mats[i].name, 2, ne, mats[i].x, TG_GGML_Q8_0, &err), TG_OK, "%s", err.msg);
+    }
+    struct { const char *name; const float *x; int64_t n; } vecs[] = {
+        {"blk.0.attn_norm.weight", y->ln1_w, 32}, {"blk.0.attn_norm.bias", y->ln1_b, 32},
+        {"blk.0.attn_qkv.bias", y->qkv_b, 96}, {"blk.0.attn_output.bias", y->proj_b, 32},
+        {"blk.0.ffn_norm.weight", y->ln2_w, 32}, {"blk.0.ffn_norm.bias", y->ln2_b, 32},
+        {"blk.0.ffn_up.bias", y->up_b, 128}, {"blk.0.ffn_down.bias", y->down_b, 32},
+        {"output_norm.weight", t.w.lnf_w, 32}, {"output_norm.bias", t.w.lnf_b, 32}};
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++)
+        cr_assert_eq(tg_gguf_add_tensor_f32(q, vecs[i].name, 1, &vecs[i].n, vecs[i].x, TG_GGML_F32, &err), TG_OK);
+    cr_assert_eq(tg_gguf_write(q, path, &err), TG_OK, "%s", err.msg);
+    tg_gguf_writer_free(q);
+    tg_gpt2_model m;
+    cr_assert_eq(tg_gpt2_load(&m, path, 0, &err), TG_OK, "%s", err.msg);
+    cr_assert(m.w.tied);
+    const float *got[] = {m.w.wte, m.w.wpe, m.w.layers[0].qkv_w, m.w.layers[0].proj_w, m.w.layers[0].up_w,
+                          m.w.layers[0].down_w};
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+        size_t n = (size_t)(mats[i].rows * mats[i].cols);
+        for (size_t b = 0; b < n / 32; b++) {
+            float amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(mats[i].x[b * 32 + j]));
+            float tol = 0.5f * amax / 127 + amax * 0x1p-11f;
+            for (int j = 0; j < 32; j++)
+                cr_assert(fabsf(got[i][b * 32 + j] - mats[i].x[b * 32 + j]) <= tol, "%s[%zu]", mats[i].name, b * 32 + j);
+        }
+    }
+    cr_assert(!memcmp(m.w.layers[0].up_b, y->up_b, 128 * sizeof(float)));
+    tg_gpt2_free(&m);
+    test_rmdir(dir);
+    free(dir);
+    test_model_free(&t);
+}
