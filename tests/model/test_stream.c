@@ -32,7 +32,7 @@ static void run(const size_t *cuts, size_t n_cuts) {
         pos = end;
         size_t want = tg_utf8_complete(text, pos);
         cr_assert_eq(out_len, want, "after %zu bytes: %zu written, want %zu", pos, out_len, want);
-        cr_assert(!memcmp(out, text, out_len), "output is a prefix of the input");
+        cr_assert(out_len == 0 || !memcmp(out, text, out_len), "output is a prefix of the input");
     }
     stream_finish(&s);
     cr_assert_eq(out_len, len);
