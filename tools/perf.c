@@ -26,7 +26,7 @@ void perf_tokens(int *tokens, int n, int n_vocab, uint64_t seed) {
 int perf_load(const char *cmd, const char *path, tg_gpt2_model *m) {
     if (!path) path = cli_default_model();
     if (!path)
-        return cli_usage(cmd, "no model: pass -m MODEL.gguf (weights/shakespeare-4h.gguf "
+        return cli_error(cmd, "no model: pass -m MODEL.gguf (weights/shakespeare-4h.gguf "
                               "was not found)");
     tg_err err;
     if (tg_gpt2_load(m, path, 0, &err) != TG_OK) return cli_error(cmd, "%s", err.msg);

@@ -254,6 +254,18 @@ def main():
         table = [x for x in r.stdout.splitlines() if x.startswith("|")]
         check(len(table) == 4 and "pp8" in table[2] and "tg4" in table[3], f"bench table: {r.stdout}")
 
+        # A model from `tinygpt init` (the path a user takes).
+        init = os.path.join(tmp, "init.gguf")
+        run(["init", "--layers", "2", "--heads", "2", "--embd", "32", "--ctx", "48",
+             "--byte-vocab", "-o", init])
+        r = run(["profile", "-m", init, "--no-roofline", "-p", "ROMEO:", "-n", "4", "--json"])
+        if r.returncode == 0:
+            d = json.loads(r.stdout)
+            check([p["tokens"] for p in d["phases"]] == [6, 4], f"init model: {d['phases']}")
+        r = run(["bench", "-m", init, "--no-roofline", "-p", "8", "-n", "4", "-r", "1", "--json"])
+        if r.returncode == 0:
+            check(len(json.loads(r.stdout)["rows"]) == 2, "init model bench rows")
+
         # Usage errors: exit 2, one line on stderr.
         bad = [
             ["profile", "-m", model, "--bogus"],
