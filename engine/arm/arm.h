@@ -4,4 +4,5 @@
 #include "engine/engine.h"
 void tg_kernels_init_matmul_neon(tg_kernels *k);
 void tg_kernels_init_ops_neon(tg_kernels *k);
+void tg_kernels_init_train_neon(tg_kernels *k);
 #endif

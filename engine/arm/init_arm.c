@@ -5,4 +5,5 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     if (isa != TG_ISA_NEON) return;
     tg_kernels_init_matmul_neon(k);
     tg_kernels_init_ops_neon(k);
+    tg_kernels_init_train_neon(k);
 }

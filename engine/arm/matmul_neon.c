@@ -6,9 +6,8 @@
  *           the FMA latency.
  *   T > 1   GEMM, Goto/BLIS style: X is packed per (MC × KC) block into
  *           MR-row micro-panels [kc][MR], W per (KC × NR) panel, transposed
- *           to [kc][NR]; an MR × NR = 8 × 12 register tile (24 of the 32
- *           vector registers) accumulates with lane-indexed FMAs: per k, two
- *           loads of x (8 rows) and three of w (12 columns) feed 24 FMAs.
+ *           to [kc][NR]; the 8 × 12 register tile of tile_neon.h accumulates
+ *           with lane-indexed FMAs.
  *
  * Why results do not depend on o0/o1 (or the thread count): in the GEMV
  * every row is summed by the same sequence of operations whichever row group
@@ -17,14 +16,12 @@
  * + b, and a tile cut short by o1 or T runs the same micro-kernel on a
  * scratch copy. */
 #include <arm_neon.h>
-#include <stdalign.h>
 #include <string.h>
 
 #include "engine/arm/arm.h"
+#include "engine/arm/tile_neon.h"
 
 #define GEMV_ROWS 4
-#define MR 8   /* token rows per register tile: two vectors of x per k */
-#define NR 12  /* output columns per register tile: three vectors of w per k */
 #define KC 256 /* k depth of a packed block: a W panel is KC·NR floats (12 KiB, L1) */
 #define MC 128 /* token rows per packed X block: MC·KC floats (128 KiB, L2) */
 
@@ -131,52 +128,6 @@ static void pack_w(float *wp, const float *w, size_t ldw, int nr, int kc) {
     }
 }
 
-/* ---- GEMM micro-kernel -------------------------------------------------------- */
-
-/* c[MR, NR] (ldc apart) (+)= xp[kc][MR] · wp[kc][NR]; `first` starts from 0
- * instead of c; b[NR] (when given) is added at the end. */
-static void ukernel(const float *xp, const float *wp, int kc, float *c, size_t ldc, int first,
-                    const float *b) {
-    float32x4_t acc[MR][3];
-    for (int r = 0; r < MR; r++)
-        for (int j = 0; j < 3; j++)
-            acc[r][j] = first ? vdupq_n_f32(0.0f) : vld1q_f32(c + r * ldc + 4 * j);
-    for (int k = 0; k < kc; k++, xp += MR, wp += NR) {
-        const float32x4_t w0 = vld1q_f32(wp), w1 = vld1q_f32(wp + 4), w2 = vld1q_f32(wp + 8);
-        const float32x4_t xa = vld1q_f32(xp), xb = vld1q_f32(xp + 4);
-#define ROW(r, xv, lane)                                          \
-    acc[r][0] = vfmaq_laneq_f32(acc[r][0], w0, xv, lane);         \
-    acc[r][1] = vfmaq_laneq_f32(acc[r][1], w1, xv, lane);         \
-    acc[r][2] = vfmaq_laneq_f32(acc[r][2], w2, xv, lane)
-        ROW(0, xa, 0); ROW(1, xa, 1); ROW(2, xa, 2); ROW(3, xa, 3);
-        ROW(4, xb, 0); ROW(5, xb, 1); ROW(6, xb, 2); ROW(7, xb, 3);
-#undef ROW
-    }
-    if (b) {
-        const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);
-        for (int r = 0; r < MR; r++) {
-            acc[r][0] = vaddq_f32(acc[r][0], b0);
-            acc[r][1] = vaddq_f32(acc[r][1], b1);
-            acc[r][2] = vaddq_f32(acc[r][2], b2);
-        }
-    }
-    for (int r = 0; r < MR; r++)
-        for (int j = 0; j < 3; j++) vst1q_f32(c + r * ldc + 4 * j, acc[r][j]);
-}
-
-/* A tile cut short (mr < MR rows or nr < NR columns): the same micro-kernel on
- * a scratch copy, so nothing outside y[mr][nr] is read or written. */
-static void ukernel_edge(const float *xp, const float *wp, int kc, float *y, size_t ldy, int mr,
-                         int nr, int first, const float *b) {
-    alignas(16) float tile[MR * NR] = {0};
-    alignas(16) float bpad[NR] = {0};
-    if (!first)
-        for (int r = 0; r < mr; r++) memcpy(tile + r * NR, y + r * ldy, (size_t)nr * sizeof(float));
-    if (b) memcpy(bpad, b, (size_t)nr * sizeof(float));
-    ukernel(xp, wp, kc, tile, NR, first, b ? bpad : NULL);
-    for (int r = 0; r < mr; r++) memcpy(y + r * ldy, tile + r * NR, (size_t)nr * sizeof(float));
-}
-
 /* ---- GEMM driver ---------------------------------------------------------------- */
 
 static void gemm(float *y, const float *x, const float *w, const float *b, int T, int in,
@@ -197,10 +148,10 @@ static void gemm(float *y, const float *x, const float *w, const float *b, int T
                     const int mr = mc - t < MR ? mc - t : MR;
                     float *yt = y + (size_t)(t0 + t) * out + o;
                     if (mr == MR && nr == NR)
-                        ukernel(xp + (size_t)t * kc, wp, kc, yt, (size_t)out, first, bo);
+                        tile_8x12(xp + (size_t)t * kc, wp, kc, yt, (size_t)out, !first, bo);
                     else
-                        ukernel_edge(xp + (size_t)t * kc, wp, kc, yt, (size_t)out, mr, nr, first,
-                                     bo);
+                        tile_edge(xp + (size_t)t * kc, wp, kc, yt, (size_t)out, mr, nr, !first,
+                                  bo);
                 }
             }
         }
