@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -734,6 +735,13 @@ tg_status tg_gguf_get_str(const tg_gguf *g, const char *key, const char **str, s
 
 /* ---- tensor data ----------------------------------------------------------- */
 
+/* f16 -> f32 by table: 256 KiB, built once; ~10x the branchy conversion */
+static float f16_table[65536];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+static void f16_table_init(void) {
+    for (uint32_t h = 0; h < 65536; h++) f16_table[h] = tg_f16_to_f32((uint16_t)h);
+}
+
 tg_status tg_gguf_tensor_to_f32(const tg_gguf_tensor *t, float *out, tg_err *err) {
     const uint8_t *p = t->data;
     uint64_t n = t->n_elements;
@@ -743,7 +751,8 @@ tg_status tg_gguf_tensor_to_f32(const tg_gguf_tensor *t, float *out, tg_err *err
         memcpy(out, p, (size_t)n * 4);
         return TG_OK;
     case TG_GGML_F16:
-        for (uint64_t i = 0; i < n; i++) out[i] = tg_f16_to_f32(rd16(p + 2 * i));
+        pthread_once(&f16_once, f16_table_init);
+        for (uint64_t i = 0; i < n; i++) out[i] = f16_table[rd16(p + 2 * i)];
         return TG_OK;
     case TG_GGML_BF16:
         for (uint64_t i = 0; i < n; i++) out[i] = tg_bf16_to_f32(rd16(p + 2 * i));
