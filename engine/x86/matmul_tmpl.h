@@ -44,7 +44,7 @@
 /* The partial sums of one row: a[0] gets the even vectors, a[1] the odd
  * ones, the lone last full vector and then the masked tail go to a[0] and
  * a[1]. One function for 1 or GEMV_ROWS rows keeps the order identical.
- * pf: prefetch the next R rows (they start R·ldw floats on). */
+ * pf: prefetch the next R rows into L2 (they start R·ldw floats on). */
 ALWAYS_INLINE void gemv_rows(int R, int pf, float *y, const float *x, const float *w,
                              size_t ldw, const float *b, int in) {
     vec a0[GEMV_ROWS], a1[GEMV_ROWS];
@@ -56,8 +56,8 @@ ALWAYS_INLINE void gemv_rows(int R, int pf, float *y, const float *x, const floa
         if (pf) {
             UNROLL
             for (int r = 0; r < R; r++) { /* the same columns of the next R rows */
-                _mm_prefetch((const char *)(w + (r + R) * ldw + i), _MM_HINT_T0);
-                if (LANES == 16) _mm_prefetch((const char *)(w + (r + R) * ldw + i + 16), _MM_HINT_T0);
+                _mm_prefetch((const char *)(w + (r + R) * ldw + i), _MM_HINT_T1);
+                if (LANES == 16) _mm_prefetch((const char *)(w + (r + R) * ldw + i + 16), _MM_HINT_T1);
             }
         }
         UNROLL
@@ -85,12 +85,16 @@ ALWAYS_INLINE void gemv_rows(int R, int pf, float *y, const float *x, const floa
     }
 }
 
-/* y[o0..o1) of one token row. Short rows (IN <= GEMV_PF_MAX_IN) are over
- * before the hardware prefetcher ramps up on them, so each group prefetches
- * the next one (measured from DRAM at IN=128: 0.85x -> 0.95-1.0x of OpenBLAS;
- * two or four groups ahead are no better; no gain from IN=512 on, a loss at
- * IN=3072). */
-#define GEMV_PF_MAX_IN 256
+/* y[o0..o1) of one token row. Each group prefetches the next one into L2
+ * (R rows, R·IN floats, ahead; up to 512 KB, half of Zen 4's L2). Measured
+ * (bench/README.md): from DRAM AVX-512 went from 18 to 24 GB/s on the GPT-2
+ * shapes and the 196 KB tiny shapes from 0.97x to 1.4x OpenBLAS; from L3
+ * (a tiny model's weights) no change; on one small matrix hot in L2 it
+ * costs ~20% (the prefetches take load slots) — a case a model does not
+ * meet, since a decode step walks all its weights. Prefetching into L1
+ * (T0) gained only on IN <= 256; prefetching along the current rows
+ * gained nothing. */
+#define GEMV_PF_MAX_IN (512 * 1024 / (GEMV_ROWS * (int)sizeof(float)))
 static void gemv(float *y, const float *x, const float *w, const float *b, int in, int o0,
                  int o1) {
     int o = o0;
