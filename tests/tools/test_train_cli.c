@@ -104,6 +104,11 @@ Test(train_cli, resume_is_bit_identical) {
     char *ga = slurp("full.gguf", &na), *gb = slurp("part.gguf", &nb);
     cr_expect(na == nb && memcmp(ga, gb, na) == 0, "the final GGUFs differ");
     cr_expect(exists("full.svg"));
+    if (system("command -v xmllint > /dev/null 2>&1") == 0) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "xmllint --noout %s/full.svg", dir);
+        cr_expect_eq(system(cmd), 0, "the SVG loss curve is not well-formed XML");
+    }
     free(a), free(b), free(half), free(ga), free(gb);
 }
 
