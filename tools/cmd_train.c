@@ -239,6 +239,16 @@ static tg_status load_checkpoint(const char *path, ckpt_header *h, run *r, tg_er
         st = tg_fail(err, TG_ERR_FORMAT, "%s: not a tinygpt training checkpoint", path);
         goto done;
     }
+    const train_opts *o = &h->o;
+    if (o->layers < 1 || o->layers > 64 || o->heads < 1 || o->heads > 256 || o->embd < 1 ||
+        o->embd > 4096 || o->ctx < 2 || o->ctx > 8192 || o->batch < 1 || o->batch > 256 ||
+        o->steps < 1 || o->warmup < 0 || o->eval_every < 1 || o->save_every < 1 ||
+        !(o->lr > 0 && o->lr <= 10) || !(o->lr_min >= 0 && o->lr_min <= 10) ||
+        !(o->weight_decay >= 0 && o->weight_decay <= 10) ||
+        !(o->grad_clip >= 0 && o->grad_clip <= 1e6) || !(o->val_frac >= 0 && o->val_frac <= 0.5f)) {
+        st = tg_fail(err, TG_ERR_FORMAT, "%s: options out of range", path);
+        goto done;
+    }
     if (h->step < 0 || h->step > h->o.steps || h->n_hist > (uint64_t)h->o.steps + 1 ||
         h->adam_t < 0 || h->adam_t > h->o.steps) {
         st = tg_fail(err, TG_ERR_FORMAT, "%s: inconsistent step counts", path);

@@ -125,6 +125,20 @@ Test(train_cli, resume_rejects_other_text_and_flags) {
     free(err);
     cr_expect_eq(run("-f text.txt -o m.gguf --resume m.ckpt --layers 3"), 2);
     cr_expect_eq(run("-f text.txt -o m.gguf --resume text.txt"), 1);
+    /* a truncated checkpoint, and one whose batch size is absurd */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd %s && head -c 5000 m.ckpt > cut.ckpt && cp m.gguf cut.gguf && "
+             "cp m.ckpt big.ckpt && cp m.gguf big.gguf && "
+             "printf '\\377\\377\\377\\177' | dd of=big.ckpt bs=1 seek=36 conv=notrunc 2>/dev/null", dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_expect_eq(run("-f text.txt -o cut.gguf --resume cut.ckpt"), 1);
+    err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "truncated") != NULL, "%s", err);
+    free(err);
+    cr_expect_eq(run("-f text.txt -o big.gguf --resume big.ckpt"), 1);
+    err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "out of range") != NULL, "%s", err);
+    free(err);
 }
 
 Test(train_cli, signal_leaves_a_resumable_checkpoint) {
