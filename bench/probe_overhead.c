@@ -1,19 +1,25 @@
 /* probe_overhead.c — what the probe hook costs when nobody listens.
  *
- * Built twice from the same source: probe_overhead_hooks links the model as
- * shipped (probe calls compiled in, no probe attached unless --profile);
- * probe_overhead_none rebuilds gpt.c and attention.c with -DTG_NO_PROBE, so
- * the calls are not there at all. Each process runs the same generation
- * (a 32-token prompt, then greedy decode to the end of the context) `reps`
- * times after a warm-up and prints the CPU and wall time of every
- * repetition as one JSON line; probe_overhead.py alternates the two
- * binaries and compares medians.
+ * The forward pass (model/gpt.c, model/attention.c) is built twice as a
+ * shared library: tgfwd_hooks as shipped (probe calls compiled in), and
+ * tgfwd_none with -DTG_NO_PROBE (every probe call compiled out). This
+ * program loads both into one process (dlopen, RTLD_LOCAL; each library is
+ * linked -Bsymbolic with its own copy of the engine) and runs the same
+ * generation on each — a 16-token prompt, then greedy decode to position
+ * 128 — alternating them repetition by repetition in A B B A order, so the
+ * two see the same machine at the same moment. One thread; the time of a
+ * repetition is the thread's CPU time (on a shared machine, wall time
+ * mostly measures the other tenants). The verdict is the median over
+ * rounds of the ratio hooks / none within a round.
  *
- *   probe_overhead_{hooks,none} [--reps N] [--threads T] [-m MODEL.gguf]
- *   probe_overhead_hooks --profile ...   (with the profiler attached)
+ * A third variant, `profiled`, attaches tinygpt's profiler to the hooks
+ * build: what `tinygpt profile` pays.
+ *
+ *   probe_overhead HOOKS.so NONE.so [--rounds N] [-m MODEL.gguf]
  *
  * Without -m the model is a random tiny GPT-2 in memory (L4 H4 E128 C256
  * V512): the shortest ops, so the worst case for a per-op cost. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +27,46 @@
 #include <time.h>
 
 #include "model/gpt.h"
-#ifndef TG_NO_PROBE
 #include "model/profiler.h"
-#endif
 
-static double clock_s(clockid_t id) {
+/* The entry points of one build of the forward pass. */
+typedef struct forward_lib {
+    const char *name;
+    void *dl;
+    tg_status (*create)(tg_gpt **, const tg_gpt2_model *, const tg_gpt_opts *, tg_err *);
+    void (*free_)(tg_gpt *);
+    tg_status (*forward)(tg_gpt *, const int *, int, int, float *, int, tg_err *);
+    void (*set_probe)(tg_gpt *, const tg_probe *);
+    const tg_gpt2_config *(*config)(const tg_gpt *);
+} forward_lib;
+
+static void *sym(void *dl, const char *lib, const char *name) {
+    void *p = dlsym(dl, name);
+    if (!p) {
+        fprintf(stderr, "probe_overhead: %s: no symbol %s\n", lib, name);
+        exit(1);
+    }
+    return p;
+}
+
+static void open_lib(forward_lib *f, const char *name, const char *path) {
+    f->name = name;
+    f->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!f->dl) {
+        fprintf(stderr, "probe_overhead: %s\n", dlerror());
+        exit(1);
+    }
+    *(void **)&f->create = sym(f->dl, path, "tg_gpt_create");
+    *(void **)&f->free_ = sym(f->dl, path, "tg_gpt_free");
+    *(void **)&f->forward = sym(f->dl, path, "tg_gpt_forward");
+    *(void **)&f->set_probe = sym(f->dl, path, "tg_gpt_set_probe");
+    *(void **)&f->config = sym(f->dl, path, "tg_gpt_config");
+}
+
+static double thread_cpu_ms(void) {
     struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + 1e-6 * (double)ts.tv_nsec;
 }
 
 static uint64_t rng = 0x853c49e6748fea9bu;
@@ -86,29 +124,90 @@ static void die(const tg_err *err) {
     exit(1);
 }
 
+typedef struct variant {
+    const char *name;
+    const forward_lib *lib;
+    tg_gpt *g;
+    tg_profiler *prof;  /* NULL: no probe attached */
+    double *ms;         /* per round, mean of the round's repetitions */
+    int last_token;
+} variant;
+
+/* One generation: prompt of P tokens, then greedy decode up to C. Returns
+ * the CPU milliseconds it took. */
+static double generate(variant *v, const tg_gpt2_model *m, int *tokens, float *logits, int P,
+                       int C) {
+    /* A fresh instance per generation: freed and made again in turn, the
+     * variants get the same KV cache and scratch addresses from malloc, so
+     * no variant is stuck with a worse memory layout for a whole run. */
+    tg_err err;
+    tg_gpt_opts o = {1, NULL, 0};
+    if (v->lib->create(&v->g, m, &o, &err)) die(&err);
+    if (v->prof) v->lib->set_probe(v->g, tg_profiler_probe(v->prof));
+    const tg_gpt2_config *c = v->lib->config(v->g);
+    double t0 = thread_cpu_ms();
+    for (int pos = 0; pos < C;) {
+        int T = pos == 0 ? P : 1;
+        if (v->prof) tg_profiler_step_begin(v->prof);
+        if (v->lib->forward(v->g, tokens + pos, T, pos, logits, 0, &err)) die(&err);
+        if (v->prof && tg_profiler_step_end(v->prof, pos ? TG_PHASE_DECODE : TG_PHASE_PREFILL,
+                                            T, pos, 1, 0, &err))
+            die(&err);
+        pos += T;
+        if (pos < C) tokens[pos] = argmax(logits, c->n_vocab);
+    }
+    double ms = thread_cpu_ms() - t0;
+    v->last_token = tokens[C - 1];
+    v->lib->free_(v->g);
+    v->g = NULL;
+    return ms;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *x, int n) {
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s) exit(1);
+    memcpy(s, x, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
+static double quantile(const double *x, int n, double q) {
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s) exit(1);
+    memcpy(s, x, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double v = s[(int)(q * (n - 1) + 0.5)];
+    free(s);
+    return v;
+}
+
 int main(int argc, char **argv) {
-    int reps = 20, threads = 1, profile = 0;
+    if (argc < 3) {
+        fprintf(stderr, "usage: probe_overhead HOOKS.so NONE.so [--rounds N] [-m MODEL]\n");
+        return 2;
+    }
+    int rounds = 400;
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(argv[i], "--profile")) profile = 1;
         else {
-            fprintf(stderr, "usage: %s [--reps N] [--threads T] [-m MODEL] [--profile]\n", argv[0]);
+            fprintf(stderr, "probe_overhead: unknown argument %s\n", argv[i]);
             return 2;
         }
     }
-    if (reps < 1 || reps > 100000 || threads < 1 || threads > 256) return 2;
-#ifdef TG_NO_PROBE
-    const char *variant = "none";
-    if (profile) {
-        fprintf(stderr, "probe_overhead: --profile needs the build with the probe compiled in\n");
-        return 2;
-    }
-#else
-    const char *variant = profile ? "profiled" : "hooks";
-#endif
+    if (rounds < 2 || rounds > 100000) return 2;
+    forward_lib hooks, none;
+    open_lib(&hooks, "hooks", argv[1]);
+    open_lib(&none, "none", argv[2]);
+
     tg_err err;
     tg_gpt2_model m;
     float *blob = NULL;
@@ -117,54 +216,57 @@ int main(int argc, char **argv) {
     } else {
         blob = random_model(&m, 4, 4, 128, 256, 512);
     }
-    tg_gpt *g;
-    tg_gpt_opts o = {threads, NULL, 0};
-    if (tg_gpt_create(&g, &m, &o, &err)) die(&err);
-    const tg_gpt2_config *c = tg_gpt_config(g);
-    int C = c->n_ctx < 256 ? c->n_ctx : 256, P = C / 8 > 0 ? C / 8 : 1;
+    variant v[3] = {{.name = "none", .lib = &none}, {.name = "hooks", .lib = &hooks},
+                    {.name = "profiled", .lib = &hooks}};
+    for (int i = 0; i < 3; i++) {
+        v[i].ms = calloc((size_t)rounds, sizeof *v[i].ms);
+        if (!v[i].ms) return 1;
+    }
+    const tg_gpt2_config *c = &m.cfg;
+    if (tg_profiler_create(&v[2].prof, c, 1, NULL, 0, 0, &err)) die(&err);
+    int C = c->n_ctx < 128 ? c->n_ctx : 128, P = C / 8 > 0 ? C / 8 : 1;
     float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
     int *tokens = malloc((size_t)C * sizeof *tokens);
-    double *cpu = malloc((size_t)reps * sizeof *cpu), *wall = malloc((size_t)reps * sizeof *wall);
-    if (!logits || !tokens || !cpu || !wall) return 1;
+    double *ratio = malloc((size_t)rounds * sizeof *ratio);
+    if (!logits || !tokens || !ratio) return 1;
     for (int i = 0; i < P; i++) tokens[i] = (i * 7919 + 13) % c->n_vocab;
-#ifndef TG_NO_PROBE
-    tg_profiler *prof = NULL;
-    if (profile) {
-        if (tg_profiler_create(&prof, c, threads, tg_gpt_pool(g), 0, 0, &err)) die(&err);
-        tg_gpt_set_probe(g, tg_profiler_probe(prof));
+    for (int i = 0; i < 3; i++) generate(&v[i], &m, tokens, logits, P, C); /* warm-up */
+    for (int r = 0; r < rounds; r++) {
+        /* A B B A (B A A B on odd rounds), then the profiled one. */
+        int a = r % 2, b = 1 - a;
+        double t[2] = {0, 0};
+        t[a] += generate(&v[a], &m, tokens, logits, P, C);
+        t[b] += generate(&v[b], &m, tokens, logits, P, C);
+        t[b] += generate(&v[b], &m, tokens, logits, P, C);
+        t[a] += generate(&v[a], &m, tokens, logits, P, C);
+        v[0].ms[r] = t[0] / 2;
+        v[1].ms[r] = t[1] / 2;
+        v[2].ms[r] = generate(&v[2], &m, tokens, logits, P, C);
+        tg_profiler_reset(v[2].prof);
+        ratio[r] = v[1].ms[r] / v[0].ms[r];
     }
-#endif
-    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-        double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
-        for (int pos = 0; pos < C;) {
-            int T = pos == 0 ? P : 1;
-#ifndef TG_NO_PROBE
-            if (prof) tg_profiler_step_begin(prof);
-#endif
-            if (tg_gpt_forward(g, tokens + pos, T, pos, logits, 0, &err)) die(&err);
-#ifndef TG_NO_PROBE
-            if (prof && tg_profiler_step_end(prof, pos ? TG_PHASE_DECODE : TG_PHASE_PREFILL, T,
-                                             pos, 1, 0, &err))
-                die(&err);
-#endif
-            pos += T;
-            if (pos < C) tokens[pos] = argmax(logits, c->n_vocab);
-        }
-        if (r >= 0) {
-            cpu[r] = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3;
-            wall[r] = (clock_s(CLOCK_MONOTONIC) - w0) * 1e3;
-        }
-    }
-    printf("{\"variant\": \"%s\", \"tokens\": %d, \"threads\": %d, \"cpu_ms\": [", variant, C,
-           threads);
-    for (int r = 0; r < reps; r++) printf("%s%.4f", r ? ", " : "", cpu[r]);
-    printf("], \"wall_ms\": [");
-    for (int r = 0; r < reps; r++) printf("%s%.4f", r ? ", " : "", wall[r]);
-    printf("], \"last_token\": %d}\n", tokens[C - 1]);
-#ifndef TG_NO_PROBE
-    tg_profiler_free(prof);
-#endif
-    tg_gpt_free(g);
+    double r50 = median(ratio, rounds), r25 = quantile(ratio, rounds, 0.25),
+           r75 = quantile(ratio, rounds, 0.75);
+    double none_ms = median(v[0].ms, rounds), hooks_ms = median(v[1].ms, rounds),
+           prof_ms = median(v[2].ms, rounds);
+    double none_min = quantile(v[0].ms, rounds, 0), hooks_min = quantile(v[1].ms, rounds, 0);
+    printf("generation of %d tokens (%d-token prompt, greedy decode), L%d H%d E%d, 1 thread;\n"
+           "%d rounds of none/hooks in A B B A order; CPU time per generation (median):\n",
+           C, P, c->n_layer, c->n_head, c->n_embd, rounds);
+    printf("  none     (probe compiled out)      %9.3f ms\n", none_ms);
+    printf("  hooks    (compiled in, no probe)   %9.3f ms\n", hooks_ms);
+    printf("  profiled (profiler attached)       %9.3f ms   %.3fx none\n", prof_ms,
+           prof_ms / none_ms);
+    printf("  fastest round: none %.3f ms, hooks %.3f ms (ratio %.4f)\n", none_min, hooks_min,
+           hooks_min / none_min);
+    printf("hooks / none per round: median %.4f, quartiles %.4f - %.4f\n", r50, r25, r75);
+    if (v[0].last_token != v[1].last_token || v[0].last_token != v[2].last_token)
+        printf("warning: the variants generated different tokens (%d, %d, %d)\n",
+               v[0].last_token, v[1].last_token, v[2].last_token);
+    printf("hooks / none = %.4f: %s\n", r50,
+           r50 >= 0.99 && r50 <= 1.01 ? "within 1%" : "NOT within 1%");
+    tg_profiler_free(v[2].prof);
+    for (int i = 0; i < 3; i++) free(v[i].ms);
     if (blob) {
         free(m.w.layers);
         free(blob);
@@ -173,7 +275,8 @@ int main(int argc, char **argv) {
     }
     free(logits);
     free(tokens);
-    free(cpu);
-    free(wall);
+    free(ratio);
+    dlclose(hooks.dl);
+    dlclose(none.dl);
     return 0;
 }
