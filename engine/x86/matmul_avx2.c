@@ -8,6 +8,8 @@ typedef __m256i vmask;
 #define LANES 8
 /* GEMV: 4 rows (8 accumulators + 2 x: 8 rows would not fit 16 ymm) */
 #define GEMV_ROWS 4
+/* T = 2..4: MT_ROWS·4 accumulators + 4 x vectors + 1 w must fit the registers */
+#define MT_ROWS 2
 #define MR 6
 static inline vec vzero(void) { return _mm256_setzero_ps(); }
 static inline vec vload(const float *p) { return _mm256_loadu_ps(p); }
@@ -41,6 +43,8 @@ static void matmul_avx2(float *y, const float *x, const float *w, const float *b
             for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
     } else if (T == 1) {
         gemv(y, x, w, b, in, o0, o1);
+    } else if (T <= FEW_T_MAX) {
+        few_tokens(y, x, w, b, T, in, out, o0, o1);
     } else {
         gemm(ukernels, y, x, w, b, T, in, out, o0, o1);
     }

@@ -8,6 +8,8 @@ typedef __mmask16 vmask;
 #define LANES 16
 /* GEMV: 8 rows in flight stream from DRAM faster than 4 (bench/README.md) */
 #define GEMV_ROWS 8
+/* T = 2..4: MT_ROWS·4 accumulators + 4 x vectors + 1 w must fit the registers */
+#define MT_ROWS 4
 #define MR 8
 static inline vec vzero(void) { return _mm512_setzero_ps(); }
 static inline vec vload(const float *p) { return _mm512_loadu_ps(p); }
@@ -40,6 +42,8 @@ static void matmul_avx512(float *y, const float *x, const float *w, const float 
             for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
     } else if (T == 1) {
         gemv(y, x, w, b, in, o0, o1);
+    } else if (T <= FEW_T_MAX) {
+        few_tokens(y, x, w, b, T, in, out, o0, o1);
     } else {
         gemm(ukernels, y, x, w, b, T, in, out, o0, o1);
     }
