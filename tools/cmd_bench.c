@@ -38,7 +38,8 @@ static void usage_text(FILE *f) {
             "  -r N      repetitions after one warm-up run (default 5)\n"
             "Rows: tok/s mean ± sd; GFLOP/s and GB/s (weights + KV cache read) achieved;\n"
             "'roof' = the roofline bound max(flops/peak, bytes/bandwidth) over the time,\n"
-            "with peak and bandwidth measured first at each thread count.\n");
+            "i.e. the larger of GFLOP/s / peak and GB/s / bandwidth, with peak and\n"
+            "bandwidth measured first at each thread count (--json has both fractions).\n");
 }
 
 /* A list flag where 0 alone means "none". */
@@ -98,7 +99,11 @@ typedef struct bench_row {
     int threads, is_pp, n;
     double ms[MAX_REPS];
     int reps;
-    double tok_s, tok_s_sd, gflops, gbs, roof_frac; /* roof_frac < 0: not measured */
+    double tok_s, tok_s_sd, gflops, gbs;
+    /* Fractions of the machine (< 0: not measured): of the FMA peak, of the
+     * DRAM bandwidth, and of the roofline bound, which is the larger of
+     * the two. */
+    double flops_frac, bw_frac, roof_frac;
     tg_opcost cost;  /* of one run */
 } bench_row;
 
@@ -145,6 +150,8 @@ static int bench_row_run(tg_gpt *g, bench_row *r, const tg_roofline *roof, const
     r->gflops = mean_s > 0 ? r->cost.flops / mean_s * 1e-9 : 0;
     r->gbs = mean_s > 0 ? bytes / mean_s * 1e-9 : 0;
     r->roof_frac = roof && mean_s > 0 ? tg_roofline_time(roof, r->cost.flops, bytes) / mean_s : -1;
+    r->flops_frac = roof && roof->peak_gflops > 0 ? r->gflops / roof->peak_gflops : -1;
+    r->bw_frac = roof && roof->dram_gbs > 0 ? r->gbs / roof->dram_gbs : -1;
     return EXIT_OK;
 }
 
@@ -165,8 +172,11 @@ static void print_json_row(const bench_row *r, int first) {
            "\"flops_per_run\": %.17g, \"bytes_per_run\": %.17g, \"roofline_frac\": ",
            first ? "" : ",", r->threads, r->is_pp ? "pp" : "tg", r->n, r->n, r->reps, r->tok_s,
            r->tok_s_sd, r->gflops, r->gbs, r->cost.flops, r->cost.weight_bytes + r->cost.kv_bytes);
-    if (r->roof_frac >= 0) printf("%.6g", r->roof_frac);
-    else printf("null");
+    if (r->roof_frac >= 0)
+        printf("%.6g, \"peak_frac\": %.6g, \"dram_frac\": %.6g", r->roof_frac, r->flops_frac,
+               r->bw_frac);
+    else
+        printf("null, \"peak_frac\": null, \"dram_frac\": null");
     printf(", \"ms\": [");
     for (int i = 0; i < r->reps; i++) printf("%s%.6f", i ? ", " : "", r->ms[i]);
     printf("]}");

@@ -250,6 +250,9 @@ def main():
                 check(x["tok_s"] > 0 and x["reps"] == 2 and len(x["ms"]) == 2,
                       f"bench row {x}")
                 check(x["roofline_frac"] is not None and x["roofline_frac"] > 0, "bench roof")
+                if x["roofline_frac"] is not None:
+                    check(close(x["roofline_frac"], max(x["peak_frac"], x["dram_frac"]), 1e-3),
+                          f"bench roof = max of the fractions: {x}")
         r = run(["bench", "-m", model, "-p", "8", "-n", "4", "-r", "1", "--no-roofline"])
         table = [x for x in r.stdout.splitlines() if x.startswith("|")]
         check(len(table) == 4 and "pp8" in table[2] and "tg4" in table[3], f"bench table: {r.stdout}")
