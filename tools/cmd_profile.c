@@ -298,7 +298,7 @@ static void print_phase_text(const report *rp, tg_phase ph, FILE *f) {
             tg_phase_name(ph), st.tokens, st.tokens == 1 ? "" : "s", st.steps,
             st.steps == 1 ? "" : "s", st.wall_ns * 1e-6,
             st.wall_ns > 0 ? st.tokens / (st.wall_ns * 1e-9) : 0.0,
-            st.wall_ns > 0 ? 100 * st.cpu_ns / st.wall_ns : 0.0);
+            st.wall_ns > 0 ? (st.cpu_ns < st.wall_ns ? 100 * st.cpu_ns / st.wall_ns : 100.0) : 0.0);
     print_header_text(f);
     text_ctx t = {f, 0};
     phase_rows(rp, ph, text_row, &t);
