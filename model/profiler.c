@@ -428,6 +428,7 @@ static void keep_events(tg_profiler *p, int ph, uint64_t t0, uint64_t t1, int T,
     p->steps[p->n_steps++] = (tg_prof_step){t0, t1, ph, T, pos};
     for (int i = 0; i < p->n_threads; i++) {
         thread_slot *s = &p->slots[i];
+        if (s->n == s->mark) continue; /* no events: s->ev may still be NULL */
         memcpy(p->kept + p->n_kept, s->ev + s->mark, (s->n - s->mark) * sizeof *s->ev);
         p->n_kept += s->n - s->mark;
     }
