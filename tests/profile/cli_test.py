@@ -13,10 +13,12 @@
     one track per thread, spans on a track properly nested;
   * bench --json: one row per (threads, test), positive rates, FLOP and
     byte counts per run equal to the independent count;
+  * the shipped checkpoints (weights/shakespeare-{1h,4h}.gguf) profile and
+    bench, when the source tree has them;
   * bad flags exit 2 with a one-line message, runtime failures exit 1 and
     leave no file behind.
 
-usage: cli_test.py TINYGPT MAKE_MODEL
+usage: cli_test.py TINYGPT MAKE_MODEL [SOURCE_ROOT]
 """
 import csv
 import io
@@ -37,6 +39,7 @@ COST_KEYS = ["flops", "weight_bytes", "kv_bytes", "act_bytes"]
 
 failures = 0
 COVERAGE = []  # (phase, ops / wall) of the last one-thread profile
+SOURCE_ROOT = None
 
 
 def check(cond, what):
@@ -163,7 +166,9 @@ def check_trace(path, threads):
 
 def main():
     global TINYGPT
+    global SOURCE_ROOT
     TINYGPT, make_model = sys.argv[1], sys.argv[2]
+    SOURCE_ROOT = sys.argv[3] if len(sys.argv) > 3 else None
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m.gguf")
         subprocess.run([make_model, model, "2", "4", "256", "96"], check=True)
@@ -282,6 +287,21 @@ def main():
         r = run(["bench", "-m", init, "--no-roofline", "-p", "8", "-n", "4", "-r", "1", "--json"])
         if r.returncode == 0:
             check(len(json.loads(r.stdout)["rows"]) == 2, "init model bench rows")
+
+        # The shipped checkpoints, when the source tree has them.
+        for name in ("shakespeare-1h.gguf", "shakespeare-4h.gguf"):
+            ship = os.path.join(SOURCE_ROOT, "weights", name) if SOURCE_ROOT else ""
+            if not os.path.exists(ship):
+                print(f"(no {name}: skipped)")
+                continue
+            r = run(["profile", "-m", ship, "--no-roofline", "-p", "ROMEO:", "-n", "8", "--json",
+                     "--per-head"])
+            if r.returncode == 0:
+                d = json.loads(r.stdout)
+                check([p["steps"] for p in d["phases"]] == [1, 8], f"{name}: steps")
+                check(all([o["op"] for o in p["ops"]] == OPS for p in d["phases"]), f"{name}: ops")
+            r = run(["bench", "-m", ship, "--no-roofline", "-p", "16", "-n", "8", "-r", "1"])
+            check("pp16" in r.stdout and "tg8" in r.stdout, f"{name}: bench")
 
         # Usage errors: exit 2, one line on stderr.
         bad = [
