@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
 import gpt_oracle as go  # noqa: E402
+import cli_test  # noqa: E402
 
 L, E, C, V, FF = 2, 32, 64, 257, 128
 N = 32            # window
@@ -46,21 +47,8 @@ TEXT = (b"First Citizen:\nBefore we proceed any further, hear me speak.\n\n"
         b"know Caius Marcius is chief enemy to the people.\n")
 
 
-def byte_ids():
-    toks = go.vocab_tokens(V)
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
-        list(range(ord("\u00ae"), ord("\u00ff") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    index = {t: i for i, t in enumerate(toks)}
-    return {b: index[chr(c)] for b, c in zip(bs, cs)}
-
-
-B2ID = byte_ids()
+assert cli_test.V == V
+B2ID = cli_test.B2ID  # byte -> id in gpt_oracle's byte-level vocabulary
 
 
 class Checks:
