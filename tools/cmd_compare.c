@@ -260,8 +260,8 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Part 3: prefill N tokens and decode N-1 steps (medians of SPEED_REPS),
- * then one profiled run of each for attention's share of the time. */
+/* Part 3: prefill N tokens and decode N steps (medians of SPEED_REPS), and
+ * attention's share of each phase from profiled runs (median of SPEED_REPS). */
 static tg_status measure_speed(side *s, int N, float *logits, tg_err *err) {
     const int *ids = s->ids;
     if (s->n_ids < (size_t)N) N = (int)s->n_ids;
@@ -282,35 +282,39 @@ static tg_status measure_speed(side *s, int N, float *logits, tg_err *err) {
     s->sp.prefill_tps = pre[SPEED_REPS / 2];
     s->sp.decode_tps = dec[SPEED_REPS / 2];
 
-    tg_profiler *p;
     tg_gpt *g = s->rc.gpt;
-    if ((st = tg_profiler_create(&p, s->cfg, tg_pool_size(tg_gpt_pool(g)), tg_gpt_pool(g), 0, 0,
-                                 err)))
-        return st;
-    tg_gpt_set_probe(g, tg_profiler_probe(p));
-    tg_profiler_step_begin(p);
-    st = tg_gpt_forward(g, ids, N, 0, logits, 0, err);
-    if (!st) st = tg_profiler_step_end(p, TG_PHASE_PREFILL, N, 0, 1, 0, err);
-    for (int t = 0; t < N && !st; t++) {
+    double share[TG_PHASE_COUNT][SPEED_REPS];
+    for (int r = 0; r < SPEED_REPS; r++) {
+        tg_profiler *p;
+        if ((st = tg_profiler_create(&p, s->cfg, tg_pool_size(tg_gpt_pool(g)), tg_gpt_pool(g), 0,
+                                     0, err)))
+            return st;
+        tg_gpt_set_probe(g, tg_profiler_probe(p));
         tg_profiler_step_begin(p);
-        st = tg_gpt_forward(g, ids + t, 1, t, logits, 0, err);
-        if (!st) st = tg_profiler_step_end(p, TG_PHASE_DECODE, 1, t, 1, 0, err);
-    }
-    tg_gpt_set_probe(g, NULL);
-    if (!st) {
+        st = tg_gpt_forward(g, ids, N, 0, logits, 0, err);
+        if (!st) st = tg_profiler_step_end(p, TG_PHASE_PREFILL, N, 0, 1, 0, err);
+        for (int t = 0; t < N && !st; t++) {
+            tg_profiler_step_begin(p);
+            st = tg_gpt_forward(g, ids + t, 1, t, logits, 0, err);
+            if (!st) st = tg_profiler_step_end(p, TG_PHASE_DECODE, 1, t, 1, 0, err);
+        }
+        tg_gpt_set_probe(g, NULL);
         const tg_op attn_ops[] = {TG_OP_ATTN_SCORES, TG_OP_ATTN_SOFTMAX, TG_OP_ATTN_MIX};
-        for (int ph = 0; ph < TG_PHASE_COUNT; ph++) {
+        for (int ph = 0; ph < TG_PHASE_COUNT && !st; ph++) {
             double attn = 0.0;
             for (size_t i = 0; i < sizeof attn_ops / sizeof attn_ops[0]; i++)
                 attn += tg_profiler_stat(p, (tg_phase)ph, attn_ops[i], TG_PROF_ALL, TG_PROF_ALL).ns;
             tg_prof_phase info = tg_profiler_phase(p, (tg_phase)ph);
-            double share = info.op_ns > 0 ? attn / info.op_ns : 0.0;
-            if (ph == TG_PHASE_PREFILL) s->sp.prefill_attn_share = share;
-            else s->sp.decode_attn_share = share;
+            share[ph][r] = info.op_ns > 0 ? attn / info.op_ns : 0.0;
         }
+        tg_profiler_free(p);
+        if (st) return st;
     }
-    tg_profiler_free(p);
-    return st;
+    /* medians: one profiled run is at the mercy of a busy machine */
+    for (int ph = 0; ph < TG_PHASE_COUNT; ph++) qsort(share[ph], SPEED_REPS, sizeof(double), cmp_double);
+    s->sp.prefill_attn_share = share[TG_PHASE_PREFILL][SPEED_REPS / 2];
+    s->sp.decode_attn_share = share[TG_PHASE_DECODE][SPEED_REPS / 2];
+    return TG_OK;
 }
 
 /* ---- both models -------------------------------------------------------------- */

@@ -230,6 +230,9 @@ def main():
                          means[-1], tol)
             ck.close(name + " in-context score", q["in_context_score"], means[3] - means[0], 2 * tol)
             ck.true(name + " config", m["n_head"] == H and m["head_size"] == E // H)
+            sp = m["speed"]  # timings: no oracle, but they must be real measurements
+            ck.true(name + " speed", sp["prefill_tok_s"] > 0 and sp["decode_tok_s"] > 0 and
+                    0 < sp["prefill_attention_share"] < 1 and 0 < sp["decode_attention_share"] < 1, sp)
 
             ref = head_stats(w, cfg, ids)
             sub = window_losses(w, cfg, ids, HEAD_TOKENS)
