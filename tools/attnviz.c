@@ -83,7 +83,8 @@ char *attn_label(const char *piece, size_t len) {
     const unsigned char *p = (const unsigned char *)piece;
     for (size_t i = 0; i < len;) {
         int n = utf8_char(p + i, len - i);
-        if (n == 1 && p[i] == '\n') o += sprintf(o, "\\n");
+        if (n == 1 && p[i] == ' ') o += sprintf(o, "\u00b7"); /* a visible space: ·the */
+        else if (n == 1 && p[i] == '\n') o += sprintf(o, "\\n");
         else if (n == 1 && p[i] == '\t') o += sprintf(o, "\\t");
         else if (n == 0 || (n == 1 && (p[i] < 0x20 || p[i] == 0x7F))) o += sprintf(o, "\\x%02X", p[i]);
         else {

@@ -26,8 +26,9 @@ static inline const float *attn_row(const attn_map *m, int l, int h, int q) {
     return m->w + (((size_t)l * m->H + h) * m->T + q) * m->T;
 }
 
-/* A token piece as a printable label: newline, tab and other controls as
- * \n \t \xHH, invalid UTF-8 bytes as \xHH. malloc'd. */
+/* A token piece as a printable label: a space as · (so " the" and "the"
+ * differ on screen), newline, tab and other controls as \n \t \xHH,
+ * invalid UTF-8 bytes as \xHH. malloc'd. */
 char *attn_label(const char *piece, size_t len);
 
 /* For query q: each selected head's weights over the tokens as bars.
