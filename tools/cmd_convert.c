@@ -24,14 +24,14 @@ int cmd_convert(int argc, char **argv) {
         } else if (!strcmp(a, "--dtype")) {
             if (!(dtype_s = cli_value("convert", argc, argv, &i))) return EXIT_USAGE;
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage("convert", "unknown option '%s'\n%s", a, usage_text);
+            return cli_usage("convert", "unknown option '%s' (see tinygpt convert --help)", a);
         } else if (in) {
-            return cli_usage("convert", "more than one input given\n%s", usage_text);
+            return cli_usage("convert", "more than one input given (see tinygpt convert --help)");
         } else {
             in = a;
         }
     }
-    if (!in || !out) return cli_usage("convert", "an input and -o OUT.gguf are required\n%s", usage_text);
+    if (!in || !out) return cli_usage("convert", "an input and -o OUT.gguf are required (see tinygpt convert --help)");
     tg_dtype dtype;
     if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;
     else if (!strcmp(dtype_s, "f16")) dtype = TG_DTYPE_F16;

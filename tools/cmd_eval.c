@@ -55,8 +55,7 @@ int cmd_eval(int argc, char **argv) {
         }
         if (strcmp(a, "-m") && strcmp(a, "-f") && strcmp(a, "--ctx") && strcmp(a, "-t") &&
             strcmp(a, "--isa")) {
-            help(stderr);
-            return cli_usage(CMD, "unknown option '%s'", a);
+            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
         }
         if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
         if (!strcmp(a, "-m")) model_path = v;

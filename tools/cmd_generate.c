@@ -123,8 +123,7 @@ int cmd_generate(int argc, char **argv) {
         } else if (!strcmp(a, "--no-echo")) {
             echo = 0;
         } else {
-            help(stderr);
-            return cli_usage(CMD, "unknown option '%s'", a);
+            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
         }
 #undef VALUE
     }

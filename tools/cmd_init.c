@@ -65,9 +65,9 @@ int cmd_init(int argc, char **argv) {
         else if (!strcmp(a, "--vocab-from")) vocab_from = v;
         else if (!strcmp(a, "--dtype")) dtype_s = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out = v;
-        else return cli_usage("init", "unknown option '%s'\n%s", a, usage_text);
+        else return cli_usage("init", "unknown option '%s' (see tinygpt init --help)", a);
     }
-    if (!L || !H || !E || !C) return cli_usage("init", "--layers, --heads, --embd and --ctx are required\n%s", usage_text);
+    if (!L || !H || !E || !C) return cli_usage("init", "--layers, --heads, --embd and --ctx are required (see tinygpt init --help)");
     if (!out) return cli_usage("init", "-o OUT.gguf is required");
     if (!!vocab_from == byte_vocab) return cli_usage("init", "give exactly one of --vocab-from PATH and --byte-vocab");
     if (E % H) return cli_usage("init", "--embd %ld is not a multiple of --heads %ld", E, H);

@@ -220,11 +220,11 @@ int cmd_inspect(int argc, char **argv) {
             return EXIT_OK;
         }
         if (!strcmp(argv[i], "--json")) json = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("inspect", "unknown option '%s'\n%s", argv[i], usage_text);
-        else if (path) return cli_usage("inspect", "more than one PATH given\n%s", usage_text);
+        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("inspect", "unknown option '%s' (see tinygpt inspect --help)", argv[i]);
+        else if (path) return cli_usage("inspect", "more than one PATH given (see tinygpt inspect --help)");
         else path = argv[i];
     }
-    if (!path) return cli_usage("inspect", "a PATH is needed\n%s", usage_text);
+    if (!path) return cli_usage("inspect", "a PATH is needed (see tinygpt inspect --help)");
 
     report r = {0};
     r.path = path;

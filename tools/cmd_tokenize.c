@@ -97,8 +97,7 @@ int cmd_tokenize(int argc, char **argv) {
             else if (a[1] == 'p') prompt = v;
             else file = v;
         } else {
-            help(stderr);
-            return cli_usage(CMD, "unknown option '%s'", a);
+            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
         }
     }
     if (!prompt == !file) return cli_usage(CMD, "give the text with exactly one of -p TEXT or -f FILE");

@@ -403,8 +403,7 @@ int cmd_train(int argc, char **argv) {
             "--batch", "--steps", "--lr", "--lr-min", "--warmup", "--weight-decay", "--grad-clip",
             "--seed", "--val-frac", "--eval-every", "--save-every", "--resume", "--stop-at", "-t"};
         if (!set_flag(a, with_value, sizeof with_value / sizeof *with_value)) {
-            help(stderr);
-            return cli_usage(CMD, "unknown option '%s'", a);
+            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
         }
         if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
 #define INT_FLAG(name, lo, hi, field)                                      \

@@ -45,7 +45,6 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "tinygpt: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", argv[1]);
     return EXIT_USAGE;
 }
