@@ -38,16 +38,7 @@ static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, uke
 
 static void matmul_avx2(float *y, const float *x, const float *w, const float *b, int T, int in,
                         int out, int o0, int o1) {
-    if (in == 0) { /* an empty sum: y = b */
-        for (int t = 0; t < T; t++)
-            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
-    } else if (T == 1) {
-        gemv(y, x, w, b, in, o0, o1);
-    } else if (T <= FEW_T_MAX) {
-        few_tokens(y, x, w, b, T, in, out, o0, o1);
-    } else {
-        gemm(ukernels, y, x, w, b, T, in, out, o0, o1);
-    }
+    matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
 void tg_kernels_init_matmul_avx2(tg_kernels *k) { k->matmul = matmul_avx2; }

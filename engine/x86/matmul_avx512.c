@@ -35,18 +35,9 @@ UK(1) UK(2) UK(3) UK(4) UK(5) UK(6) UK(7) UK(8)
 static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, ukernel_3, ukernel_4,
                                             ukernel_5, ukernel_6, ukernel_7, ukernel_8};
 
-static void matmul_avx512(float *y, const float *x, const float *w, const float *b, int T,
-                          int in, int out, int o0, int o1) {
-    if (in == 0) { /* an empty sum: y = b */
-        for (int t = 0; t < T; t++)
-            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
-    } else if (T == 1) {
-        gemv(y, x, w, b, in, o0, o1);
-    } else if (T <= FEW_T_MAX) {
-        few_tokens(y, x, w, b, T, in, out, o0, o1);
-    } else {
-        gemm(ukernels, y, x, w, b, T, in, out, o0, o1);
-    }
+static void matmul_avx512(float *y, const float *x, const float *w, const float *b, int T, int in,
+                          int out, int o0, int o1) {
+    matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
 void tg_kernels_init_matmul_avx512(tg_kernels *k) { k->matmul = matmul_avx512; }

@@ -358,3 +358,20 @@ static void gemm(const ukernel_fn uk[MR + 1], float *y, const float *x, const fl
         }
     }
 }
+
+/* Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b, columns o0..o1-1: the path by token
+ * count (GEMV, few tokens sharing each weight load, packed GEMM), with the
+ * ISA's microkernels uk[1..MR]. */
+static void matmul_by_shape(const ukernel_fn uk[MR + 1], float *y, const float *x, const float *w,
+                            const float *b, int T, int in, int out, int o0, int o1) {
+    if (in == 0) { /* an empty sum: y = b */
+        for (int t = 0; t < T; t++)
+            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
+    } else if (T == 1) {
+        gemv(y, x, w, b, in, o0, o1);
+    } else if (T <= FEW_T_MAX) {
+        few_tokens(y, x, w, b, T, in, out, o0, o1);
+    } else {
+        gemm(uk, y, x, w, b, T, in, out, o0, o1);
+    }
+}
