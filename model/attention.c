@@ -30,21 +30,27 @@ static void attend_probed(const attn_job *j, int h, int t0, int t1, int ith) {
     const float *kc = g->k_cache + (size_t)l * g->n_ctx * E + (size_t)h * HS;
     const float *vc = g->v_cache + (size_t)l * g->n_ctx * E + (size_t)h * HS;
     float *p = g->p + (size_t)ith * g->n_ctx;
+    /* One chain of spans per work item: each op ends where the next begins,
+     * so the probe's own cost between them is not left outside every op. */
+    tg_probe_begin(g, TG_OP_ATTN_SCORES, l, h, ith);
     for (int t = t0; t < t1; t++) {
         int n_pos = j->pos + t + 1;
         const float *q = g->qkv + (size_t)t * 3 * E + (size_t)h * HS;
         float *o = g->att + (size_t)t * E + (size_t)h * HS;
-        tg_probe_begin(g, TG_OP_ATTN_SCORES, l, h, ith);
+        if (t > t0) tg_probe_next(g, TG_OP_ATTN_MIX, TG_OP_ATTN_SCORES, l, h, ith);
         k->attn_scores(p, q, kc, n_pos, HS, E, j->scale);
-        tg_probe_end(g, TG_OP_ATTN_SCORES, l, h, ith);
-        tg_probe_begin(g, TG_OP_ATTN_SOFTMAX, l, h, ith);
+        tg_probe_next(g, TG_OP_ATTN_SCORES, TG_OP_ATTN_SOFTMAX, l, h, ith);
         k->softmax(p, n_pos);
-        tg_probe_end(g, TG_OP_ATTN_SOFTMAX, l, h, ith);
-        if (g->probe->attn) g->probe->attn(g->probe->user, l, h, j->pos + t, p, n_pos);
-        tg_probe_begin(g, TG_OP_ATTN_MIX, l, h, ith);
+        if (g->probe->attn) {
+            tg_probe_end(g, TG_OP_ATTN_SOFTMAX, l, h, ith);
+            g->probe->attn(g->probe->user, l, h, j->pos + t, p, n_pos);
+            tg_probe_begin(g, TG_OP_ATTN_MIX, l, h, ith);
+        } else {
+            tg_probe_next(g, TG_OP_ATTN_SOFTMAX, TG_OP_ATTN_MIX, l, h, ith);
+        }
         k->attn_mix(o, p, vc, n_pos, HS, E);
-        tg_probe_end(g, TG_OP_ATTN_MIX, l, h, ith);
     }
+    tg_probe_end(g, TG_OP_ATTN_MIX, l, h, ith);
 }
 
 /* Head h, queries t0..t1-1, fused kernels. */

@@ -48,6 +48,10 @@ typedef struct tg_probe {
     void (*op_begin)(void *user, tg_op op, int layer, int head, int ith);
     void (*op_end)(void *user, tg_op op, int layer, int head, int ith);
     void (*attn)(void *user, int layer, int head, int qpos, const float *p, int n_pos);
+    /* Optional: ends `prev` and begins `next` at one clock reading, so a run
+     * of short ops (attention, query by query) leaves no untimed gaps.
+     * NULL: op_end then op_begin. */
+    void (*op_next)(void *user, tg_op prev, tg_op next, int layer, int head, int ith);
 } tg_probe;
 
 typedef struct tg_gpt_opts {

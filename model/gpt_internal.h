@@ -55,5 +55,16 @@ static inline void tg_probe_begin(const tg_gpt *g, tg_op op, int layer, int head
 static inline void tg_probe_end(const tg_gpt *g, tg_op op, int layer, int head, int ith) {
     if (TG_PROBED(g) && g->probe->op_end) g->probe->op_end(g->probe->user, op, layer, head, ith);
 }
+/* Ends `prev` and begins `next` (same layer, head and thread) with no gap. */
+static inline void tg_probe_next(const tg_gpt *g, tg_op prev, tg_op next, int layer, int head,
+                                 int ith) {
+    if (!TG_PROBED(g)) return;
+    if (g->probe->op_next) {
+        g->probe->op_next(g->probe->user, prev, next, layer, head, ith);
+        return;
+    }
+    tg_probe_end(g, prev, layer, head, ith);
+    tg_probe_begin(g, next, layer, head, ith);
+}
 
 #endif

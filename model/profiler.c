@@ -144,6 +144,21 @@ static void on_end(void *user, tg_op op, int layer, int head, int ith) {
     push_event(s, (tg_prof_event){o.t0, t1, o.op, o.layer, o.head, (int16_t)ith});
 }
 
+static void on_next(void *user, tg_op prev, tg_op next, int layer, int head, int ith) {
+    tg_profiler *p = user;
+    if (ith < 0 || ith >= p->n_threads) return;
+    thread_slot *s = &p->slots[ith];
+    uint64_t t = now_ns(p);
+    if (s->depth == 0 || s->stack[s->depth - 1].op != (int)prev ||
+        s->stack[s->depth - 1].layer != layer || s->stack[s->depth - 1].head != head) {
+        s->bad = 1;
+        return;
+    }
+    open_op *o = &s->stack[s->depth - 1];
+    push_event(s, (tg_prof_event){o->t0, t, o->op, o->layer, o->head, (int16_t)ith});
+    *o = (open_op){t, (int16_t)next, (int16_t)layer, (int16_t)head};
+}
+
 void tg_profiler_record(tg_profiler *p, int ith, tg_op op, int layer, int head, uint64_t t0,
                         uint64_t t1) {
     if (ith < 0 || ith >= p->n_threads) return;
@@ -182,7 +197,7 @@ tg_status tg_profiler_create(tg_profiler **out, const tg_gpt2_config *cfg, int n
         return tg_fail(err, TG_ERR_NOMEM, "profiler: out of memory");
     }
     memset(p->slots, 0, (size_t)n_threads * sizeof *p->slots);
-    p->probe = (tg_probe){p, on_begin, on_end, NULL};
+    p->probe = (tg_probe){p, on_begin, on_end, NULL, on_next};
     p->tick = tg_tick_source(&p->tick_ns);
     p->tick0 = p->tick();
     *out = p;
