@@ -27,8 +27,8 @@ static void attend_probed(const attn_job *j, int h, int t0, int t1, int ith) {
     tg_gpt *g = j->g;
     const tg_kernels *k = &g->eng.k;
     int E = g->cfg.n_embd, HS = E / g->cfg.n_head, l = j->layer;
-    const float *kc = g->k_cache + (size_t)l * g->n_ctx * E + (size_t)h * HS;
-    const float *vc = g->v_cache + (size_t)l * g->n_ctx * E + (size_t)h * HS;
+    size_t at = ((size_t)l * g->cfg.n_head + h) * g->n_ctx * HS; /* head-major cache */
+    const float *kc = g->k_cache + at, *vc = g->v_cache + at;
     float *p = g->p + (size_t)ith * g->n_ctx;
     /* One chain of spans per work item: each op ends where the next begins,
      * so the probe's own cost between them is not left outside every op. */
@@ -38,7 +38,7 @@ static void attend_probed(const attn_job *j, int h, int t0, int t1, int ith) {
         const float *q = g->qkv + (size_t)t * 3 * E + (size_t)h * HS;
         float *o = g->att + (size_t)t * E + (size_t)h * HS;
         if (t > t0) tg_probe_next(g, TG_OP_ATTN_MIX, TG_OP_ATTN_SCORES, l, h, ith);
-        k->attn_scores(p, q, kc, n_pos, HS, E, j->scale);
+        k->attn_scores(p, q, kc, n_pos, HS, HS, j->scale);
         tg_probe_next(g, TG_OP_ATTN_SCORES, TG_OP_ATTN_SOFTMAX, l, h, ith);
         k->softmax(p, n_pos);
         if (g->probe->attn) {
@@ -48,7 +48,7 @@ static void attend_probed(const attn_job *j, int h, int t0, int t1, int ith) {
         } else {
             tg_probe_next(g, TG_OP_ATTN_SOFTMAX, TG_OP_ATTN_MIX, l, h, ith);
         }
-        k->attn_mix(o, p, vc, n_pos, HS, E);
+        k->attn_mix(o, p, vc, n_pos, HS, HS);
     }
     tg_probe_end(g, TG_OP_ATTN_MIX, l, h, ith);
 }
@@ -58,15 +58,15 @@ static void attend_fused(const attn_job *j, int h, int t0, int t1, int ith) {
     tg_gpt *g = j->g;
     const tg_kernels *k = &g->eng.k;
     int E = g->cfg.n_embd, HS = E / g->cfg.n_head;
-    const float *kc = g->k_cache + (size_t)j->layer * g->n_ctx * E + (size_t)h * HS;
-    const float *vc = g->v_cache + (size_t)j->layer * g->n_ctx * E + (size_t)h * HS;
+    size_t at = ((size_t)j->layer * g->cfg.n_head + h) * g->n_ctx * HS;
+    const float *kc = g->k_cache + at, *vc = g->v_cache + at;
     const float *q = g->qkv + (size_t)t0 * 3 * E + (size_t)h * HS;
     float *o = g->att + (size_t)t0 * E + (size_t)h * HS;
     if (j->T == 1)
-        k->attn_decode(o, g->p + (size_t)ith * g->n_ctx, q, kc, vc, j->pos + 1, HS, E,
+        k->attn_decode(o, g->p + (size_t)ith * g->n_ctx, q, kc, vc, j->pos + 1, HS, HS,
                        j->scale);
     else
-        k->attn_prefill(o, q, kc, vc, t1 - t0, j->pos + t0, HS, 3 * E, E, E, j->scale);
+        k->attn_prefill(o, q, kc, vc, t1 - t0, j->pos + t0, HS, 3 * E, HS, E, j->scale);
 }
 
 /* Work items [i0, i1): item i is head i / n_qblocks, query block i % n_qblocks. */

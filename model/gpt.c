@@ -226,14 +226,18 @@ static void embed(tg_gpt *g, const int *tokens, int T, int pos) {
                      g->w.wpe + (size_t)(pos + t) * E, (int)E);
 }
 
-/* Appends the keys and values of qkv[T,3E] to the cache at pos..pos+T-1. */
+/* Appends the keys and values of qkv[T,3E] to the head-major cache at
+ * pos..pos+T-1. */
 static void store_kv(tg_gpt *g, int layer, int pos, int T) {
-    size_t E = (size_t)g->cfg.n_embd;
-    float *kc = g->k_cache + ((size_t)layer * g->n_ctx + pos) * E;
-    float *vc = g->v_cache + ((size_t)layer * g->n_ctx + pos) * E;
-    for (int t = 0; t < T; t++) {
-        memcpy(kc + t * E, g->qkv + t * 3 * E + E, E * sizeof(float));
-        memcpy(vc + t * E, g->qkv + t * 3 * E + 2 * E, E * sizeof(float));
+    size_t E = (size_t)g->cfg.n_embd, H = (size_t)g->cfg.n_head, HS = E / H;
+    for (size_t h = 0; h < H; h++) {
+        size_t at = (((size_t)layer * H + h) * g->n_ctx + pos) * HS;
+        float *kc = g->k_cache + at, *vc = g->v_cache + at;
+        for (int t = 0; t < T; t++) {
+            const float *row = g->qkv + t * 3 * E + h * HS;
+            memcpy(kc + t * HS, row + E, HS * sizeof(float));
+            memcpy(vc + t * HS, row + 2 * E, HS * sizeof(float));
+        }
     }
 }
 

@@ -14,9 +14,11 @@ struct tg_gpt {
     int n_threads;
     int n_ctx;             /* C: KV cache length (<= cfg.n_ctx) */
 
-    /* KV cache: per layer [C, E] for K and for V, all heads of a position
-     * contiguous, so head h of position j is at j*E + h*HS. */
-    float *k_cache, *v_cache; /* [L, C, E] */
+    /* KV cache, head-major: per layer and head [C, HS] for K and for V, so
+     * a head's decode walks one contiguous stream (which the hardware
+     * prefetcher follows far better than HS-wide slices E apart). Head h
+     * of layer l, position j is at ((l*H + h)*C + j)*HS. */
+    float *k_cache, *v_cache; /* [L, H, C, HS] */
 
     /* Activations for up to cap_t tokens (grown on demand, at most C). */
     int cap_t;

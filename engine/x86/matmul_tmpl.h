@@ -98,14 +98,7 @@ ALWAYS_INLINE void gemv_rows(int R, int pf, float *y, const float *x, const floa
 #define GEMV_PF_MAX_IN (512 * 1024 / (GEMV_ROWS * (int)sizeof(float)))
 static void gemv(float *y, const float *x, const float *w, const float *b, int in, int o0,
                  int o1) {
-    int o = o0;
-    const int R = GEMV_ROWS;
-    if (in <= GEMV_PF_MAX_IN)
-        for (; o + 2 * R <= o1; o += R)
-            gemv_rows(R, 1, y + o, x, w + (size_t)o * in, (size_t)in, b ? b + o : NULL, in);
-    for (; o + R <= o1; o += R)
-        gemv_rows(R, 0, y + o, x, w + (size_t)o * in, (size_t)in, b ? b + o : NULL, in);
-    for (; o < o1; o++) /* tail: 1..GEMV_ROWS-1 rows */
+    for (int o = o0; o < o1; o++)
         gemv_rows(1, 0, y + o, x, w + (size_t)o * in, (size_t)in, b ? b + o : NULL, in);
 }
 
