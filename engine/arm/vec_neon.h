@@ -42,6 +42,7 @@ static inline void vst_m(float *p, vmask m, vf x) {
 static inline vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
 static inline vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
 static inline vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
+static inline vf vdiv(vf a, vf b) { return vdivq_f32(a, b); }
 static inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); } /* a*b+c */
 /* x > acc ? x : acc per lane: a NaN in x is skipped, like the reference's
  * `x > m ? x : m` (FMAX would propagate it). */

@@ -120,11 +120,12 @@ static void FN(layernorm)(float *y, const float *x, const float *g, const float 
 
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))) of one vector */
 static inline vf FN(gelu_v)(vf x) {
-    const vf c = vset(0.7978845608028654f), k = vset(0.044715f), half = vset(0.5f);
+    /* 0.5·x·(1 + tanh u) = x / (1 + e^(-2u)): the same function, one exp and
+     * one division instead of SLEEF's tanh (about 3x the work), and no
+     * cancellation (1 + tanh u → 0 for very negative x is never formed). */
+    const vf m2c = vset(-2.0f * 0.7978845608028654f), k = vset(0.044715f), one = vset(1.0f);
     vf inner = vfma(vmul(k, vmul(x, x)), x, x); /* x + 0.044715 x³ */
-    vf t = vtanh(vmul(c, inner));
-    vf hx = vmul(half, x);
-    return vfma(hx, t, hx);
+    return vdiv(x, vadd(one, vexp(vmul(m2c, inner))));
 }
 
 /* y[N] = GELU(x[N]), tanh form */

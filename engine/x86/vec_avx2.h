@@ -36,6 +36,7 @@ static inline void vst_m(float *p, vmask m, vf x) { _mm256_maskstore_ps(p, m, x)
 static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* a*b+c */
 /* max(acc, x) where a NaN in x is skipped (MAXPS returns its second operand
  * when either is NaN), like the reference's `x > m ? x : m`. */

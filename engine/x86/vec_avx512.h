@@ -32,6 +32,7 @@ static inline void vst_m(float *p, vmask m, vf x) { _mm512_mask_storeu_ps(p, m, 
 static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* a*b+c */
 /* max(acc, x) where a NaN in x is skipped (VMAXPS returns its second operand
  * when either is NaN), like the reference's `x > m ? x : m`. */
