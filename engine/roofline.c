@@ -2,6 +2,7 @@
  * roofline.h): a DRAM read stream and an FMA peak, each on nth threads of
  * the pool, best pass of several. */
 #include "engine/roofline.h"
+#include "engine/mem.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -78,11 +79,14 @@ size_t tg_dram_probe_bytes(void) {
 
 /* ---- DRAM read ------------------------------------------------------------ */
 
-/* A pass reads one window of the buffer (an eighth of it), the next pass
- * the next window: each pass is short (~1 ms), so the best pass is one the
- * scheduler did not interrupt even on a busy machine, and a window is long
- * gone from the caches when its turn comes again. */
-enum { N_WINDOWS = 8 };
+/* A pass reads one half of the buffer, the next pass the other half, so a
+ * pass reads at least 4x the last-level cache (STREAM's sizing rule) from
+ * memory the previous pass has flushed out of the caches. Passes of that
+ * size measure the rate a core sustains, as a decode step reading hundreds
+ * of MB must; much shorter passes (we once used LLC-sized ones, ~1 ms)
+ * let the best-of-many pick a burst the memory system does not sustain,
+ * ~15% above it on the shared host we measured. */
+enum { N_WINDOWS = 2 };
 
 typedef struct read_job {
     const uint64_t *buf;
@@ -108,47 +112,77 @@ static void read_task(void *ctx, int ith, int nth) {
     j->sums[ith] += read_words(j->buf + j->w0, i0, i1);
 }
 
+struct tg_dram_probe {
+    uint64_t *buf;
+    read_job job;
+    int passes;
+};
+
+tg_status tg_dram_probe_create(tg_dram_probe **out, size_t bytes, tg_err *err) {
+    *out = NULL;
+    if (bytes == 0) bytes = tg_dram_probe_bytes();
+    bytes &= ~(size_t)63;
+    if (bytes < 64 * N_WINDOWS)
+        return tg_fail(err, TG_ERR_ARG, "roofline: DRAM probe buffer too small");
+    tg_dram_probe *p = calloc(1, sizeof *p);
+    if (!p) return tg_fail(err, TG_ERR_NOMEM, "roofline: out of memory");
+    p->buf = tg_alloc_large(bytes); /* the pages a model's buffers get */
+    if (!p->buf) {
+        free(p);
+        return tg_fail(err, TG_ERR_NOMEM, "roofline: cannot allocate a %zu MiB probe buffer",
+                       bytes / MIB);
+    }
+    size_t words = bytes / sizeof(uint64_t);
+    for (size_t i = 0; i < words; i++) p->buf[i] = i * 0x9E3779B97F4A7C15u; /* fault pages in */
+    p->job.buf = p->buf;
+    p->job.n = words / N_WINDOWS;
+    *out = p;
+    return TG_OK;
+}
+
+tg_status tg_dram_probe_pass(tg_dram_probe *p, tg_pool *pool, int nth, double *gbs,
+                             tg_err *err) {
+    if (nth < 1 || nth > tg_pool_size(pool) || nth > 64)
+        return tg_fail(err, TG_ERR_ARG, "roofline: %d threads requested, pool has %d", nth,
+                       tg_pool_size(pool));
+    p->job.w0 = (size_t)(p->passes++ % N_WINDOWS) * p->job.n;
+    double t0 = now_s();
+    tg_pool_run(pool, nth, read_task, &p->job);
+    double dt = now_s() - t0;
+    *gbs = dt > 0 ? (double)p->job.n * sizeof(uint64_t) / dt * 1e-9 : 0;
+    return TG_OK;
+}
+
+void tg_dram_probe_free(tg_dram_probe *p) {
+    if (!p) return;
+    /* Keep the sums observable so the reads cannot be dropped. */
+    volatile uint64_t sink = 0;
+    for (int i = 0; i < 64; i++) sink += p->job.sums[i];
+    (void)sink;
+    free(p->buf);
+    free(p);
+}
+
 tg_status tg_measure_dram_read(tg_pool *pool, int nth, size_t bytes, double seconds,
                                double *gbs, tg_err *err) {
     if (nth < 1 || nth > tg_pool_size(pool) || nth > 64)
         return tg_fail(err, TG_ERR_ARG, "roofline: %d threads requested, pool has %d", nth,
                        tg_pool_size(pool));
-    if (bytes == 0) bytes = tg_dram_probe_bytes();
-    bytes &= ~(size_t)63;
-    if (bytes < 64 * N_WINDOWS)
-        return tg_fail(err, TG_ERR_ARG, "roofline: DRAM probe buffer too small");
-    uint64_t *buf = aligned_alloc(64, bytes);
-    if (!buf)
-        return tg_fail(err, TG_ERR_NOMEM, "roofline: cannot allocate a %zu MiB probe buffer",
-                       bytes / MIB);
-    read_job *j = calloc(1, sizeof *j);
-    if (!j) {
-        free(buf);
-        return tg_fail(err, TG_ERR_NOMEM, "roofline: out of memory");
-    }
-    j->buf = buf;
-    size_t words = bytes / sizeof(uint64_t);
-    j->n = words / N_WINDOWS;
-    for (size_t i = 0; i < words; i++) buf[i] = i * 0x9E3779B97F4A7C15u; /* fault pages in */
+    tg_dram_probe *p;
+    tg_status s = tg_dram_probe_create(&p, bytes, err);
+    if (s) return s;
     double best = 0, t_end = now_s() + seconds;
-    double win_bytes = (double)j->n * sizeof(uint64_t);
     int passes = 0;
     do {
-        j->w0 = (size_t)(passes % N_WINDOWS) * j->n;
-        double t0 = now_s();
-        tg_pool_run(pool, nth, read_task, j);
-        double dt = now_s() - t0;
-        if (dt > 0 && win_bytes / dt > best) best = win_bytes / dt;
+        double v;
+        s = tg_dram_probe_pass(p, pool, nth, &v, err);
+        if (s) break;
+        best = v > best ? v : best;
         passes++;
     } while (passes < 2 * N_WINDOWS || now_s() < t_end);
-    /* Keep the sums observable so the reads cannot be dropped. */
-    volatile uint64_t sink = 0;
-    for (int i = 0; i < nth; i++) sink += j->sums[i];
-    (void)sink;
-    free(j);
-    free(buf);
-    *gbs = best * 1e-9;
-    return TG_OK;
+    tg_dram_probe_free(p);
+    *gbs = best;
+    return s;
 }
 
 /* ---- FMA peak ------------------------------------------------------------- */

@@ -30,6 +30,16 @@ typedef struct tg_roofline {
 tg_status tg_measure_dram_read(tg_pool *pool, int nth, size_t bytes, double seconds,
                                double *gbs, tg_err *err);
 
+/* The same probe one pass at a time, to interleave passes with other work
+ * (bench_model alternates them with decode steps, so both see the same
+ * machine and their medians compare). A pass reads half the buffer, the
+ * half the previous pass did not read. */
+typedef struct tg_dram_probe tg_dram_probe;
+tg_status tg_dram_probe_create(tg_dram_probe **out, size_t bytes, tg_err *err);
+tg_status tg_dram_probe_pass(tg_dram_probe *p, tg_pool *pool, int nth, double *gbs,
+                             tg_err *err);
+void tg_dram_probe_free(tg_dram_probe *p);
+
 /* Runs independent FMA chains with the widest vectors of `isa` on nth
  * threads for about `seconds`; *gflops = the fastest pass. */
 tg_status tg_measure_fma_peak(tg_pool *pool, int nth, tg_isa isa, double seconds,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/mem.h"
 #include "model/gpt_internal.h"
 
 static const char *const op_names[TG_OP_COUNT] = {
@@ -19,10 +20,11 @@ const char *tg_op_name(tg_op op) {
 
 /* ---- memory ---------------------------------------------------------------- */
 
-/* 64-byte aligned (a cache line, a ZMM register), zero-filled. */
+/* 64-byte aligned (a cache line, a ZMM register), zero-filled; large ones
+ * (the KV cache) on huge pages (engine/mem.h). */
 static float *alloc_floats(size_t n) {
     size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
-    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    float *p = tg_alloc_large(bytes ? bytes : 64);
     if (p) memset(p, 0, bytes);
     return p;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engine/mem.h"
 #include "weights/gguf.h"
 #include "weights/internal.h"
 
@@ -23,7 +24,7 @@ float *store_alloc(gpt2_store *st, size_t n) {
         st->bufs = b;
         st->cap_bufs = cap;
     }
-    float *p = malloc(n ? n * sizeof(float) : sizeof(float));
+    float *p = tg_alloc_large(n ? n * sizeof(float) : sizeof(float)); /* huge pages */
     if (p) st->bufs[st->n_bufs++] = p;
     return p;
 }

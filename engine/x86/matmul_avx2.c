@@ -6,8 +6,6 @@
 typedef __m256 vec;
 typedef __m256i vmask;
 #define LANES 8
-/* GEMV: 4 rows (8 accumulators + 2 x: 8 rows would not fit 16 ymm) */
-#define GEMV_ROWS 4
 /* T = 2..4: MT_ROWS·4 accumulators + 4 x vectors + 1 w must fit the registers */
 #define MT_ROWS 2
 #define MR 6
@@ -36,9 +34,9 @@ UK(1) UK(2) UK(3) UK(4) UK(5) UK(6)
 static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, ukernel_3,
                                             ukernel_4, ukernel_5, ukernel_6};
 
-static void matmul_avx2(float *y, const float *x, const float *w, const float *b, int T, int in,
-                        int out, int o0, int o1) {
+void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, int T, int in,
+                    int out, int o0, int o1) {
     matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
-void tg_kernels_init_matmul_avx2(tg_kernels *k) { k->matmul = matmul_avx2; }
+void tg_kernels_init_matmul_avx2(tg_kernels *k) { k->matmul = tg_matmul_avx2; }

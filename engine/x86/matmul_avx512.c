@@ -3,11 +3,11 @@
  * zmm), masked tails. The algorithm is in matmul_tmpl.h. */
 #include <immintrin.h>
 
+#include "engine/x86/x86.h"
+
 typedef __m512 vec;
 typedef __mmask16 vmask;
 #define LANES 16
-/* GEMV: 8 rows in flight stream from DRAM faster than 4 (bench/README.md) */
-#define GEMV_ROWS 8
 /* T = 2..4: MT_ROWS·4 accumulators + 4 x vectors + 1 w must fit the registers */
 #define MT_ROWS 4
 #define MR 8
@@ -35,9 +35,15 @@ UK(1) UK(2) UK(3) UK(4) UK(5) UK(6) UK(7) UK(8)
 static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, ukernel_3, ukernel_4,
                                             ukernel_5, ukernel_6, ukernel_7, ukernel_8};
 
+/* The decode GEMV (T = 1) is AVX2's: on Zen 4 its 256-bit loads stream a
+ * GPT-2-small step from DRAM ~8% faster than 512-bit ones (bench_model,
+ * same run), and from L3 they tie. */
 static void matmul_avx512(float *y, const float *x, const float *w, const float *b, int T, int in,
                           int out, int o0, int o1) {
-    matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
+    if (T == 1)
+        tg_matmul_avx2(y, x, w, b, T, in, out, o0, o1);
+    else
+        matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
 void tg_kernels_init_matmul_avx512(tg_kernels *k) { k->matmul = matmul_avx512; }

@@ -9,13 +9,12 @@
  *   vload_m(p,m) vstore_m(p,v,m)   masked (no access to masked-off lanes)
  *   hsum(v)                 horizontal sum in a fixed order
  *   MR                      token rows per GEMM micro-tile (NR = 2·LANES columns)
- *   GEMV_ROWS               weight rows per GEMV step (2·GEMV_ROWS accumulators)
  *   MT_ROWS                 weight rows per few_tokens step (MT_ROWS·T accumulators)
  *
  * Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b, columns o0..o1-1 only.
  *
- *   T == 1  GEMV, memory-bound: GEMV_ROWS weight rows per iteration share
- *           each load of x; two accumulators per row hide the FMA latency.
+ *   T == 1  GEMV, memory-bound: one weight row at a time (one sequential
+ *           stream); two accumulators hide the FMA latency.
  *   T 2..8  few_tokens: up to 4 tokens share each load of w (no packing).
  *   T > 8   GEMM, Goto/BLIS style: X is packed per (MC × KC) block into
  *           MR-row micro-panels, W per (KC × NR) panel (transposed so that a
@@ -42,64 +41,37 @@
 
 /* ---- GEMV: y[OUT] = W[OUT,IN] · x[IN] + b ------------------------------------ */
 
-/* The partial sums of one row: a[0] gets the even vectors, a[1] the odd
- * ones, the lone last full vector and then the masked tail go to a[0] and
- * a[1]. One function for 1 or GEMV_ROWS rows keeps the order identical.
- * pf: prefetch the next R rows into L2 (they start R·ldw floats on). */
-ALWAYS_INLINE void gemv_rows(int R, int pf, float *y, const float *x, const float *w,
-                             size_t ldw, const float *b, int in) {
-    vec a0[GEMV_ROWS], a1[GEMV_ROWS];
-    UNROLL
-    for (int r = 0; r < R; r++) a0[r] = a1[r] = vzero();
+/* One row: a0 gets the even vectors, a1 the odd ones, the lone last full
+ * vector and then the masked tail go to a0 and a1 (a fixed order). */
+ALWAYS_INLINE void gemv_row(float *y, const float *x, const float *w, const float *b, int in) {
+    vec a0 = vzero(), a1 = vzero();
     int i = 0;
     for (; i + 2 * LANES <= in; i += 2 * LANES) {
-        vec x0 = vload(x + i), x1 = vload(x + i + LANES);
-        if (pf) {
-            UNROLL
-            for (int r = 0; r < R; r++) { /* the same columns of the next R rows */
-                _mm_prefetch((const char *)(w + (r + R) * ldw + i), _MM_HINT_T1);
-                if (LANES == 16) _mm_prefetch((const char *)(w + (r + R) * ldw + i + 16), _MM_HINT_T1);
-            }
-        }
-        UNROLL
-        for (int r = 0; r < R; r++) {
-            a0[r] = vfma(vload(w + r * ldw + i), x0, a0[r]);
-            a1[r] = vfma(vload(w + r * ldw + i + LANES), x1, a1[r]);
-        }
+        a0 = vfma(vload(w + i), vload(x + i), a0);
+        a1 = vfma(vload(w + i + LANES), vload(x + i + LANES), a1);
     }
     if (i + LANES <= in) {
-        vec x0 = vload(x + i);
-        UNROLL
-        for (int r = 0; r < R; r++) a0[r] = vfma(vload(w + r * ldw + i), x0, a0[r]);
+        a0 = vfma(vload(w + i), vload(x + i), a0);
         i += LANES;
     }
     if (i < in) { /* tail: 1..LANES-1 floats */
         vmask m = vmask_n(in - i);
-        vec x0 = vload_m(x + i, m);
-        UNROLL
-        for (int r = 0; r < R; r++) a1[r] = vfma(vload_m(w + r * ldw + i, m), x0, a1[r]);
+        a1 = vfma(vload_m(w + i, m), vload_m(x + i, m), a1);
     }
-    UNROLL
-    for (int r = 0; r < R; r++) {
-        float s = hsum(vadd(a0[r], a1[r]));
-        y[r] = b ? s + b[r] : s;
-    }
+    float s = hsum(vadd(a0, a1));
+    *y = b ? s + *b : s;
 }
 
-/* y[o0..o1) of one token row. Each group prefetches the next one into L2
- * (R rows, R·IN floats, ahead; up to 512 KB, half of Zen 4's L2). Measured
- * (bench/README.md): from DRAM AVX-512 went from 18 to 24 GB/s on the GPT-2
- * shapes and the 196 KB tiny shapes from 0.97x to 1.4x OpenBLAS; from L3
- * (a tiny model's weights) no change; on one small matrix hot in L2 it
- * costs ~20% (the prefetches take load slots) — a case a model does not
- * meet, since a decode step walks all its weights. Prefetching into L1
- * (T0) gained only on IN <= 256; prefetching along the current rows
- * gained nothing. */
-#define GEMV_PF_MAX_IN (512 * 1024 / (GEMV_ROWS * (int)sizeof(float)))
+/* y[o0..o1) of one token row, one weight row after the other: the weights
+ * are then read as one sequential stream, which the hardware prefetchers
+ * follow best. Measured on Zen 4 (bench/README.md), against the earlier
+ * 4-8 rows sharing each load of x (with software prefetch of the next
+ * rows): from L3 (the tiny model) 54 -> 95 GB/s, from DRAM 21 -> 23-25
+ * GB/s; software prefetching of any distance or hint only lost. */
 static void gemv(float *y, const float *x, const float *w, const float *b, int in, int o0,
                  int o1) {
     for (int o = o0; o < o1; o++)
-        gemv_rows(1, 0, y + o, x, w + (size_t)o * in, (size_t)in, b ? b + o : NULL, in);
+        gemv_row(y + o, x, w + (size_t)o * in, b ? b + o : NULL, in);
 }
 
 /* ---- Few tokens: Y[T,OUT] for T = 2..FEW_T_MAX ------------------------------ */
@@ -111,6 +83,9 @@ static void gemv(float *y, const float *x, const float *w, const float *b, int i
  * whether it comes in a group of MT_ROWS or alone, so no row's value
  * depends on o0/o1. */
 #define MT_MAX 4
+/* prefetch the next row group into L2 while it is at most 512 KB (half of
+ * Zen 4's L2) */
+#define FEW_PF_MAX_IN (512 * 1024 / (MT_ROWS * (int)sizeof(float)))
 ALWAYS_INLINE void few_rows(int R, int T, int pf, float *y, size_t ldy, const float *x,
                             const float *w, size_t ldw, const float *b, int in) {
     vec acc[MT_ROWS][MT_MAX];
@@ -164,7 +139,7 @@ ALWAYS_INLINE void few_tokens_t(int T, float *y, const float *x, const float *w,
                                 const float *b, int in, int out, int o0, int o1) {
     const int R = MT_ROWS;
     int o = o0;
-    if (in <= GEMV_PF_MAX_IN)
+    if (in <= FEW_PF_MAX_IN)
         for (; o + 2 * R <= o1; o += R)
             few_rows(R, T, 1, y + o, (size_t)out, x, w + (size_t)o * in, (size_t)in,
                      b ? b + o : NULL, in);

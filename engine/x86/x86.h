@@ -4,6 +4,10 @@
 #define TINYGPT_X86_H
 #include "engine/engine.h"
 void tg_kernels_init_matmul_avx2(tg_kernels *k);
+/* The AVX2 matmul itself (tg_kernels.matmul's contract), for the AVX-512
+ * table's GEMV. */
+void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, int T, int in,
+                    int out, int o0, int o1);
 void tg_kernels_init_ops_avx2(tg_kernels *k);
 void tg_kernels_init_train_avx2(tg_kernels *k);
 void tg_kernels_init_matmul_avx512(tg_kernels *k);
