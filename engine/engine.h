@@ -50,6 +50,12 @@ tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err);
  * makes results bit-identical for any thread count. */
 #define TG_ROW_BLOCK 16
 
+/* The per-step scalars of the adamw kernel (bias corrections folded in:
+ * step = lr / (1 - β1^t), bc2s = √(1 - β2^t)). */
+typedef struct tg_adamw_coef {
+    float gscale, decay, beta1, beta2, step, bc2s, eps;
+} tg_adamw_coef;
+
 typedef struct tg_kernels {
     /* Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b[OUT], for output columns o0..o1-1
      * only (b may be NULL). T == 1 is the decode GEMV (memory-bound); T > 1
@@ -124,7 +130,21 @@ typedef struct tg_kernels {
     /* Softmax backward of one row: p = softmax(s), dy = dL/dp:
      *   dx[N] = scale · p ⊙ (dy - Σ p⊙dy)   (dx may alias dy) */
     void (*softmax_bwd)(float *dx, const float *p, const float *dy, int n, float scale);
+
+    /* One AdamW step over N parameters, in PyTorch's order of operations
+     * (c: tg_adamw_coef), g the unclipped gradient:
+     *   g' = g·gscale;  m = β1·m + (1-β1)·g';  v = β2·v + (1-β2)·g'²
+     *   p = p·decay - step · m / (√v / bc2s + eps) */
+    void (*adamw)(float *p, float *m, float *v, const float *g, size_t n,
+                  const tg_adamw_coef *c);
+
+    /* Σ x[N]² in double (the gradient norm). SIMD versions sum in float
+     * within blocks of TG_SUMSQ_BLOCK elements and add the blocks in double;
+     * the reference sums in double throughout. */
+    double (*sumsq)(const float *x, size_t n);
 } tg_kernels;
+
+#define TG_SUMSQ_BLOCK 1024
 
 /* Scratch floats the gemm kernel needs (packed panels of A and B). */
 #define TG_GEMM_WS (96 * 256 + 256 * 256 + 64)

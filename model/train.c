@@ -629,26 +629,20 @@ void tg_trainer_backward(tg_trainer *tr) {
 /* ---- AdamW ----------------------------------------------------------------- */
 
 float tg_trainer_step(tg_trainer *tr, const tg_adamw *opt, float lr, float grad_clip) {
-    double ss = 0.0;
-    for (size_t i = 0; i < tr->n_params; i++) ss += (double)tr->grads[i] * tr->grads[i];
-    float norm = (float)sqrt(ss);
+    const tg_kernels *k = &tr->eng.k;
+    float norm = (float)sqrt(k->sumsq(tr->grads, tr->n_params));
     float gscale = 1.0f;
     if (grad_clip > 0.0f && norm > grad_clip) gscale = grad_clip / (norm + 1e-6f);
     tr->adam_t++;
     /* bias corrections in double, as PyTorch computes its scalars */
     double bc1 = 1.0 - pow(opt->beta1, (double)tr->adam_t);
     double bc2 = 1.0 - pow(opt->beta2, (double)tr->adam_t);
-    float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
+    tg_adamw_coef c = {gscale, 1.0f, opt->beta1, opt->beta2, (float)(lr / bc1),
+                       (float)sqrt(bc2), opt->eps};
     size_t off = 0;
     for (int ti = 0; ti < TG_TRAIN_N_TENSORS; ti++) {
-        float decay = tensor_decay[ti] ? 1.0f - lr * opt->weight_decay : 1.0f;
-        for (size_t i = off; i < off + tr->sizes[ti]; i++) {
-            float gr = tr->grads[i] * gscale;
-            float pw = tr->params[i] * decay;
-            float m = tr->m[i] = opt->beta1 * tr->m[i] + (1.0f - opt->beta1) * gr;
-            float v = tr->v[i] = opt->beta2 * tr->v[i] + (1.0f - opt->beta2) * gr * gr;
-            tr->params[i] = pw - step * m / (sqrtf(v) / bc2s + opt->eps);
-        }
+        c.decay = tensor_decay[ti] ? 1.0f - lr * opt->weight_decay : 1.0f;
+        k->adamw(tr->params + off, tr->m + off, tr->v + off, tr->grads + off, tr->sizes[ti], &c);
         off += tr->sizes[ti];
     }
     return norm;

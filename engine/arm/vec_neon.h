@@ -1,4 +1,4 @@
-/* vec_neon.h — the SIMD vocabulary of engine/simd/ (ops_tmpl.h, attn_tmpl.h)
+/* vec_neon.h — the SIMD vocabulary of engine/simd/ (ops, attn, train templates)
  * for aarch64 Advanced SIMD: one vector type of VL floats, a lane mask for
  * tails, and the few operations the kernels are written in. Include only from
  * engine/arm/ files.
@@ -43,6 +43,7 @@ static inline vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
 static inline vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
 static inline vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
 static inline vf vdiv(vf a, vf b) { return vdivq_f32(a, b); }
+static inline vf vsqrt(vf x) { return vsqrtq_f32(x); }
 static inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); } /* a*b+c */
 /* x > acc ? x : acc per lane: a NaN in x is skipped, like the reference's
  * `x > m ? x : m` (FMAX would propagate it). */

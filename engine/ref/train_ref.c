@@ -74,9 +74,30 @@ static void softmax_bwd_ref(float *dx, const float *p, const float *dy, int n, f
     for (int i = 0; i < n; i++) dx[i] = scale * p[i] * (dy[i] - s);
 }
 
+/* one AdamW step (see engine.h), in PyTorch's order */
+static void adamw_ref(float *p, float *m, float *v, const float *g, size_t n,
+                      const tg_adamw_coef *c) {
+    for (size_t i = 0; i < n; i++) {
+        float gr = g[i] * c->gscale;
+        float pw = p[i] * c->decay;
+        m[i] = c->beta1 * m[i] + (1.0f - c->beta1) * gr;
+        v[i] = c->beta2 * v[i] + (1.0f - c->beta2) * gr * gr;
+        p[i] = pw - c->step * m[i] / (sqrtf(v[i]) / c->bc2s + c->eps);
+    }
+}
+
+/* Σ x[N]², in double */
+static double sumsq_ref(const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return s;
+}
+
 void tg_kernels_init_train_ref(tg_kernels *k) {
     k->gemm = gemm_ref;
     k->layernorm_bwd = layernorm_bwd_ref;
     k->gelu_bwd = gelu_bwd_ref;
     k->softmax_bwd = softmax_bwd_ref;
+    k->adamw = adamw_ref;
+    k->sumsq = sumsq_ref;
 }

@@ -9,4 +9,5 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     if (isa < TG_ISA_AVX512) return;
     tg_kernels_init_matmul_avx512(k);
     tg_kernels_init_ops_avx512(k);
+    tg_kernels_init_train_avx512(k);
 }

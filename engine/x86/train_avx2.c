@@ -1,12 +1,11 @@
 /* train_avx2.c — the training kernels with AVX2 + FMA: a packed GEMM
  * (6×16 register tile, panels of A and B packed from any strides) and the
- * backward of layernorm, GELU and softmax. */
+ * shared template's backward of layernorm, GELU and softmax, AdamW. */
 #include <immintrin.h>
-#include <math.h>
-#include <sleef.h>
 #include <string.h>
 
 #include "engine/x86/x86.h"
+#include "engine/x86/vec_avx2.h"
 
 /* GEMM blocking: MR×NR register tile, KC deep slices, MC×KC block of A in
  * L2, KC×NC panel of B. */
@@ -133,113 +132,9 @@ static void gemm_avx2(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_
     }
 }
 
-static inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* sum of x[N] */
-static float sum_row(const float *x, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + i));
-    float s = hsum(acc);
-    for (; i < n; i++) s += x[i];
-    return s;
-}
-
-/* dx[T,N] += layernorm backward; dg[N], db[N] += row sums */
-static void layernorm_bwd_avx2(float *dx, float *dg, float *db, const float *dy,
-                               const float *x, const float *g, int T, int n, float eps) {
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (size_t)t * n, *dyt = dy + (size_t)t * n;
-        float *dxt = dx + (size_t)t * n;
-        float mean = sum_row(xt, n) / (float)n;
-        __m256 vm = _mm256_set1_ps(mean), acc = _mm256_setzero_ps();
-        int i = 0;
-        for (; i + 8 <= n; i += 8) {
-            __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xt + i), vm);
-            acc = _mm256_fmadd_ps(d, d, acc);
-        }
-        float var = hsum(acc);
-        for (; i < n; i++) var += (xt[i] - mean) * (xt[i] - mean);
-        float rstd = 1.0f / sqrtf(var / (float)n + eps);
-        __m256 vr = _mm256_set1_ps(rstd), su = _mm256_setzero_ps(), sux = _mm256_setzero_ps();
-        for (i = 0; i + 8 <= n; i += 8) {
-            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xt + i), vm), vr);
-            __m256 d = _mm256_loadu_ps(dyt + i), u = _mm256_mul_ps(_mm256_loadu_ps(g + i), d);
-            su = _mm256_add_ps(su, u);
-            sux = _mm256_fmadd_ps(u, xh, sux);
-            _mm256_storeu_ps(dg + i, _mm256_fmadd_ps(d, xh, _mm256_loadu_ps(dg + i)));
-            _mm256_storeu_ps(db + i, _mm256_add_ps(d, _mm256_loadu_ps(db + i)));
-        }
-        float s1 = hsum(su), s2 = hsum(sux);
-        for (int j = i; j < n; j++) {
-            float xh = (xt[j] - mean) * rstd, u = g[j] * dyt[j];
-            s1 += u;
-            s2 += u * xh;
-            dg[j] += dyt[j] * xh;
-            db[j] += dyt[j];
-        }
-        s1 /= (float)n;
-        s2 /= (float)n;
-        __m256 v1 = _mm256_set1_ps(s1), v2 = _mm256_set1_ps(s2);
-        for (i = 0; i + 8 <= n; i += 8) {
-            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xt + i), vm), vr);
-            __m256 u = _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_loadu_ps(dyt + i));
-            __m256 r = _mm256_sub_ps(_mm256_sub_ps(u, v1), _mm256_mul_ps(xh, v2));
-            _mm256_storeu_ps(dxt + i, _mm256_fmadd_ps(vr, r, _mm256_loadu_ps(dxt + i)));
-        }
-        for (; i < n; i++) {
-            float xh = (xt[i] - mean) * rstd;
-            dxt[i] += rstd * (g[i] * dyt[i] - s1 - xh * s2);
-        }
-    }
-}
-
-/* dx[N] = dy · GELU'(x) */
-static void gelu_bwd_avx2(float *dx, const float *x, const float *dy, int n) {
-    const float c = 0.7978845608028654f, k = 0.044715f;
-    const __m256 vc = _mm256_set1_ps(c), vk = _mm256_set1_ps(k), vk3 = _mm256_set1_ps(3.0f * k);
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i), v2 = _mm256_mul_ps(v, v);
-        __m256 th = Sleef_tanhf8_u10avx2(_mm256_mul_ps(vc, _mm256_fmadd_ps(_mm256_mul_ps(vk, v2), v, v)));
-        __m256 du = _mm256_mul_ps(vc, _mm256_fmadd_ps(vk3, v2, one));
-        __m256 a = _mm256_mul_ps(half, _mm256_add_ps(one, th));
-        __m256 bq = _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_fnmadd_ps(th, th, one));
-        __m256 d = _mm256_fmadd_ps(bq, du, a);
-        _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(dy + i), d));
-    }
-    for (; i < n; i++) {
-        float v = x[i];
-        float th = tanhf(c * (v + k * v * v * v));
-        float du = c * (1.0f + 3.0f * k * v * v);
-        dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
-    }
-}
-
-/* dx[N] = scale · p ⊙ (dy - Σ p⊙dy) */
-static void softmax_bwd_avx2(float *dx, const float *p, const float *dy, int n, float scale) {
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(p + i), _mm256_loadu_ps(dy + i), acc);
-    float s = hsum(acc);
-    for (; i < n; i++) s += p[i] * dy[i];
-    __m256 vs = _mm256_set1_ps(s), vsc = _mm256_set1_ps(scale);
-    for (i = 0; i + 8 <= n; i += 8) {
-        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(dy + i), vs);
-        _mm256_storeu_ps(dx + i, _mm256_mul_ps(vsc, _mm256_mul_ps(_mm256_loadu_ps(p + i), d)));
-    }
-    for (; i < n; i++) dx[i] = scale * p[i] * (dy[i] - s);
-}
+#include "engine/simd/train_tmpl.h"
 
 void tg_kernels_init_train_avx2(tg_kernels *k) {
+    init_train_tmpl_avx2(k);
     k->gemm = gemm_avx2;
-    k->layernorm_bwd = layernorm_bwd_avx2;
-    k->gelu_bwd = gelu_bwd_avx2;
-    k->softmax_bwd = softmax_bwd_avx2;
 }

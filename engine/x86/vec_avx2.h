@@ -1,4 +1,4 @@
-/* vec_avx2.h — the SIMD vocabulary of engine/simd/ (ops_tmpl.h, attn_tmpl.h) for AVX2 + FMA:
+/* vec_avx2.h — the SIMD vocabulary of engine/simd/ (ops, attn, train templates) for AVX2 + FMA:
  * one vector type of VL floats, a lane mask for tails, and the few
  * operations the kernels are written in. Include only from files built with
  * -mavx2 -mfma. */
@@ -37,6 +37,7 @@ static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
+static inline vf vsqrt(vf x) { return _mm256_sqrt_ps(x); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* a*b+c */
 /* max(acc, x) where a NaN in x is skipped (MAXPS returns its second operand
  * when either is NaN), like the reference's `x > m ? x : m`. */

@@ -1,4 +1,4 @@
-/* vec_avx512.h — the SIMD vocabulary of engine/simd/ (ops_tmpl.h, attn_tmpl.h) for AVX-512F:
+/* vec_avx512.h — the SIMD vocabulary of engine/simd/ (ops, attn, train templates) for AVX-512F:
  * one vector type of VL floats, a lane mask for tails, and the few
  * operations the kernels are written in. Include only from files built with
  * -mavx512f. */
@@ -33,6 +33,7 @@ static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline vf vsqrt(vf x) { return _mm512_sqrt_ps(x); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* a*b+c */
 /* max(acc, x) where a NaN in x is skipped (VMAXPS returns its second operand
  * when either is NaN), like the reference's `x > m ? x : m`. */

@@ -12,4 +12,5 @@ void tg_kernels_init_ops_avx2(tg_kernels *k);
 void tg_kernels_init_train_avx2(tg_kernels *k);
 void tg_kernels_init_matmul_avx512(tg_kernels *k);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
+void tg_kernels_init_train_avx512(tg_kernels *k);
 #endif

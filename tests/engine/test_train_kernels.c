@@ -222,3 +222,78 @@ Test(train_kernels, softmax_bwd) {
         ck_free(p), ck_free(dy), ck_free(want), ck_free(tol);
     }
 }
+
+/* ---- AdamW and the gradient's sum of squares ---------------------------------------- */
+
+Test(train_kernels, adamw) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const int ns[] = {1, 3, 8, 15, 16, 17, 100, 1000, 4099};
+    /* a warm-up step (t = 1) and a later one, with and without decay/clipping */
+    const tg_adamw_coef cs[] = {{1.0f, 1.0f, 0.9f, 0.95f, 1e-3f / 0.1f, 0.2236068f, 1e-8f},
+                                {0.37f, 1.0f - 1e-4f, 0.9f, 0.95f, 6e-4f, 0.9f, 1e-8f}};
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+        for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+            const tg_adamw_coef *c = &cs[ci];
+            size_t n = (size_t)ns[k];
+            float *p0 = ck_alloc(n), *m0 = ck_alloc(n), *v0 = ck_alloc(n), *g = ck_alloc(n);
+            ck_fill(&rng, p0, n, -0.1f, 0.1f), ck_fill(&rng, m0, n, -1e-3f, 1e-3f);
+            ck_fill(&rng, v0, n, 0, 1e-5f), ck_fill(&rng, g, n, -1e-2f, 1e-2f);
+            if (n > 3) v0[1] = m0[1] = g[1] = 0.0f; /* a parameter with no gradient yet */
+            float *wp = ck_alloc(n), *wm = ck_alloc(n), *wv = ck_alloc(n);
+            memcpy(wp, p0, n * 4), memcpy(wm, m0, n * 4), memcpy(wv, v0, n * 4);
+            ref.k.adamw(wp, wm, wv, g, n, c);
+            /* each result to a few roundings of its terms' magnitudes */
+            float *tp = ck_alloc(n), *tm = ck_alloc(n), *tv = ck_alloc(n);
+            for (size_t i = 0; i < n; i++) {
+                double gr = fabs((double)g[i] * c->gscale);
+                tm[i] = (float)(4 * EPS * (c->beta1 * fabs(m0[i]) + (1 - c->beta1) * gr));
+                tv[i] = (float)(4 * EPS * (c->beta2 * v0[i] + (1 - c->beta2) * gr * gr));
+                double den = sqrt(wv[i]) / c->bc2s + c->eps;
+                tp[i] = (float)(4 * EPS * fabs(p0[i]) + 8 * EPS * c->step * fabs(wm[i]) / den);
+            }
+            for (int e = 0; e < n_eng; e++) {
+                float *p = ck_alloc(n), *m = ck_alloc(n), *v = ck_alloc(n);
+                memcpy(p, p0, n * 4), memcpy(m, m0, n * 4), memcpy(v, v0, n * 4);
+                eng[e].k.adamw(p, m, v, g, n, c);
+                const char *isa = tg_isa_name(eng[e].isa);
+                CK_EXPECT_GUARDS(p, "adamw %s n=%zu p", isa, n);
+                CK_EXPECT_GUARDS(m, "adamw %s n=%zu m", isa, n);
+                CK_EXPECT_GUARDS(v, "adamw %s n=%zu v", isa, n);
+                CK_EXPECT_CLOSE(m, wm, tm, n, "adamw %s n=%zu case %zu m", isa, n, ci);
+                CK_EXPECT_CLOSE(v, wv, tv, n, "adamw %s n=%zu case %zu v", isa, n, ci);
+                CK_EXPECT_CLOSE(p, wp, tp, n, "adamw %s n=%zu case %zu p", isa, n, ci);
+                ck_free(p), ck_free(m), ck_free(v);
+            }
+            ck_free(p0), ck_free(m0), ck_free(v0), ck_free(g), ck_free(wp), ck_free(wm);
+            ck_free(wv), ck_free(tp), ck_free(tm), ck_free(tv);
+        }
+}
+
+Test(train_kernels, sumsq) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const size_t ns[] = {0, 1, 7, 33, TG_SUMSQ_BLOCK - 1, TG_SUMSQ_BLOCK, TG_SUMSQ_BLOCK + 1,
+                         5000, 100003};
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        size_t n = ns[k];
+        float *x = ck_alloc(n);
+        ck_fill(&rng, x, n, -1e-2f, 3e-2f);
+        double want = ref.k.sumsq(x, n);
+        /* float sums within a block, at least 8 lanes (two NEON vectors) side by
+         * side: (block / 8 + 8)·eps of the sum (all terms ≥ 0) */
+        size_t blk = n < TG_SUMSQ_BLOCK ? n : TG_SUMSQ_BLOCK;
+        double tol = (blk / 8 + 8) * EPS * want;
+        for (int e = 0; e < n_eng; e++) {
+            double got = eng[e].k.sumsq(x, n);
+            cr_expect(fabs(got - want) <= tol, "sumsq %s n=%zu: %.17g vs %.17g (tol %.3g)",
+                      tg_isa_name(eng[e].isa), n, got, want, tol);
+            if (n == 0) cr_expect(got == 0.0, "sumsq %s of nothing: %g", tg_isa_name(eng[e].isa), got);
+        }
+        ck_free(x);
+    }
+}
