@@ -26,11 +26,43 @@ static inline vf FN(dot_rows)(const float *q, const float *const row[VL], int hs
     return vsum_lanes(acc);
 }
 
+/* dot_rows for VL keys stored back to back (ldk == hs), hs a constant at
+ * each call site: the keys are one contiguous block at fixed offsets, so no
+ * row pointers (which spill at VL = 16) and no loop. Same operations in the
+ * same order as dot_rows, so the same bits. */
+static inline __attribute__((always_inline)) vf FN(dot_block)(const float *q, const float *k,
+                                                             const int hs) {
+    vf acc[VL];
+    for (int r = 0; r < VL; r++) acc[r] = vzero();
+    for (int i = 0; i < hs; i += VL) {
+        const vf qv = vld(q + i);
+        for (int r = 0; r < VL; r++) acc[r] = vfma(qv, vld(k + r * hs + i), acc[r]);
+    }
+    return vsum_lanes(acc);
+}
+
+/* Full blocks of VL contiguous keys: s[0, nb·VL). */
+static inline __attribute__((always_inline)) void
+FN(scores_blocks)(float *s, const float *q, const float *k, int nb, const int hs, vf vscale) {
+    for (int b = 0; b < nb; b++)
+        vst(s + b * VL, vmul(FN(dot_block)(q, k + (size_t)b * VL * hs, hs), vscale));
+}
+
 /* s[P] = q[HS] · K[P,HS]ᵀ · scale */
 static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
                             int hs, int ldk, float scale) {
     const vf vscale = vset(scale);
-    for (int j0 = 0; j0 < n_pos; j0 += VL) {
+    int j0 = 0;
+    if (ldk == hs) { /* the head-major KV cache: the common head sizes unrolled */
+        const int nb = n_pos / VL;
+        switch (hs) {
+        case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale), j0 = nb * VL; break;
+        case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale), j0 = nb * VL; break;
+        case 128: FN(scores_blocks)(s, q, k, nb, 128, vscale), j0 = nb * VL; break;
+        default: break;
+        }
+    }
+    for (; j0 < n_pos; j0 += VL) {
         const int nk = n_pos - j0 < VL ? n_pos - j0 : VL;
         const float *row[VL];
         for (int r = 0; r < VL; r++) row[r] = k + (size_t)(j0 + (r < nk ? r : nk - 1)) * ldk;
