@@ -6,6 +6,11 @@
 /* Keys per block of the prefill: one block's K and V tiles (PF_BK × HS each)
  * stay in L1/L2 while the PF_BQ queries of a block all visit them. */
 #define PF_BQ 8
+/* Unroll the accumulator loops fully, so the accumulator arrays become
+ * registers instead of stack slots written back every step. */
+#ifndef TG_UNROLL8
+#define TG_UNROLL8 _Pragma("GCC unroll 8")
+#endif
 #define PF_BK 64
 
 /* Scores of one query against up to VL keys: lane r = q[HS] · row[r][HS].
@@ -85,33 +90,41 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
              vmask last, float corr, int keep) {
     enum { MAX_ACC = 8 };
     const int nu = MAX_ACC / nv;
-    vf acc[MAX_ACC][MAX_ACC];
-    for (int a = 0; a < nu; a++)
-        for (int u = 0; u < nv; u++) acc[a][u] = vzero();
+    vf acc[MAX_ACC]; /* set a, vector u at a·nv + u (nu·nv <= 8: all registers) */
+    TG_UNROLL8
+    for (int i = 0; i < nu * nv; i++) acc[i] = vzero();
     if (keep) {
         const vf vcorr = vset(corr);
+        TG_UNROLL8
         for (int u = 0; u < nv; u++)
-            acc[0][u] = vmul(u == nv - 1 ? vld_m(o + u * VL, last) : vld(o + u * VL), vcorr);
+            acc[u] = vmul(u == nv - 1 ? vld_m(o + u * VL, last) : vld(o + u * VL), vcorr);
     }
     int j = 0;
     for (; j + nu <= n; j += nu)
+        TG_UNROLL8
         for (int a = 0; a < nu; a++) {
             const vf pj = vset(p[j + a]);
             const float *vj = v + (size_t)(j + a) * ldk;
-            for (int u = 0; u < nv - 1; u++) acc[a][u] = vfma(pj, vld(vj + u * VL), acc[a][u]);
-            acc[a][nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[a][nv - 1]);
+            TG_UNROLL8
+            for (int u = 0; u < nv - 1; u++) acc[a * nv + u] = vfma(pj, vld(vj + u * VL), acc[a * nv + u]);
+            acc[a * nv + nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[a * nv + nv - 1]);
         }
     for (; j < n; j++) {
         const vf pj = vset(p[j]);
         const float *vj = v + (size_t)j * ldk;
-        for (int u = 0; u < nv - 1; u++) acc[0][u] = vfma(pj, vld(vj + u * VL), acc[0][u]);
-        acc[0][nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[0][nv - 1]);
+        TG_UNROLL8
+        for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, vld(vj + u * VL), acc[u]);
+        acc[nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[nv - 1]);
     }
+    TG_UNROLL8
     for (int step = 1; step < nu; step *= 2)
+        TG_UNROLL8
         for (int a = 0; a + step < nu; a += 2 * step)
-            for (int u = 0; u < nv; u++) acc[a][u] = vadd(acc[a][u], acc[a + step][u]);
-    for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[0][u]);
-    vst_m(o + (nv - 1) * VL, last, acc[0][nv - 1]);
+            TG_UNROLL8
+            for (int u = 0; u < nv; u++) acc[a * nv + u] = vadd(acc[a * nv + u], acc[(a + step) * nv + u]);
+    TG_UNROLL8
+    for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[u]);
+    vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
 }
 
 /* o[HS] = (keep ? o·corr : 0) + p[P] · V[P,HS], in column chunks of up to 8
