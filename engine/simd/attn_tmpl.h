@@ -106,7 +106,8 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
             const vf pj = vset(p[j + a]);
             const float *vj = v + (size_t)(j + a) * ldk;
             TG_UNROLL8
-            for (int u = 0; u < nv - 1; u++) acc[a * nv + u] = vfma(pj, vld(vj + u * VL), acc[a * nv + u]);
+            for (int u = 0; u < nv - 1; u++)
+                acc[a * nv + u] = vfma(pj, vld(vj + u * VL), acc[a * nv + u]);
             acc[a * nv + nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[a * nv + nv - 1]);
         }
     for (; j < n; j++) {
@@ -116,12 +117,17 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
         for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, vld(vj + u * VL), acc[u]);
         acc[nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[nv - 1]);
     }
+    /* Pairwise tree over the sets. Loop bounds constant at each level (a
+     * doubling induction variable defeats GCC's complete unrolling, and the
+     * accumulators then live on the stack, stored at every step). */
+    const int levels = nu >= 8 ? 3 : nu >= 4 ? 2 : nu >= 2 ? 1 : 0; /* log2(nu) */
     TG_UNROLL8
-    for (int step = 1; step < nu; step *= 2)
+    for (int lv = 0; lv < levels; lv++)
         TG_UNROLL8
-        for (int a = 0; a + step < nu; a += 2 * step)
+        for (int a = 0; a + (1 << lv) < nu; a += 2 << lv)
             TG_UNROLL8
-            for (int u = 0; u < nv; u++) acc[a * nv + u] = vadd(acc[a * nv + u], acc[(a + step) * nv + u]);
+            for (int u = 0; u < nv; u++)
+                acc[a * nv + u] = vadd(acc[a * nv + u], acc[(a + (1 << lv)) * nv + u]);
     TG_UNROLL8
     for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[u]);
     vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
