@@ -19,6 +19,7 @@ static inline vf vzero(void) { return _mm256_setzero_ps(); }
 static inline vf vset(float x) { return _mm256_set1_ps(x); }
 static inline vf vld(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vst(float *p, vf x) { _mm256_storeu_ps(p, x); }
+static inline vf vbcast(const float *p) { return _mm256_broadcast_ss(p); }
 
 /* The first n lanes active, 0 <= n <= VL. */
 static inline vmask vmask_first(int n) {

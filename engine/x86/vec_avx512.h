@@ -19,6 +19,7 @@ static inline vf vzero(void) { return _mm512_setzero_ps(); }
 static inline vf vset(float x) { return _mm512_set1_ps(x); }
 static inline vf vld(const float *p) { return _mm512_loadu_ps(p); }
 static inline void vst(float *p, vf x) { _mm512_storeu_ps(p, x); }
+static inline vf vbcast(const float *p) { return _mm512_set1_ps(*p); }
 
 /* The first n lanes active, 0 <= n <= VL. */
 static inline vmask vmask_first(int n) { return (vmask)((1u << n) - 1u); }

@@ -1,0 +1,167 @@
+/* train_gemm_tmpl.h — the training gemm (engine.h: C[M,N] (+)= A·B with any
+ * strides, rows m0..m1-1) written once for x86 over the SIMD vocabulary of a
+ * vec_<isa>.h (VL, vf, vld, vst, vbcast, vfma, vzero, ISA_SUFFIX) and
+ * included by train_avx2.c and train_avx512.c after defining
+ *
+ *   MR   rows of the MR × NR register tile (NR = 2·VL columns)
+ *
+ * Goto/BLIS blocking as in matmul_tmpl.h: a KC × NC panel of B and an
+ * MC × KC block of A are packed into NR-column and MR-row micro-panels
+ * (k-major, zero-padded), and the tile accumulates over k with broadcasts of
+ * A and loads of B. Packing reads either operand in either orientation; the
+ * orientations that need a transpose (A with rows contiguous in k, B with
+ * columns contiguous in k: X and Wᵀ of the forward, Q and Kᵀ of attention)
+ * go through 8 × 8 AVX transposes instead of one scalar per element.
+ *
+ * Every C element is one lane of one accumulator fed k = 0..K-1 in order
+ * (later KC slices reload the partial sum from C), so the result does not
+ * depend on m0/m1 — and is the same on every ISA built from this file. */
+#include <string.h>
+
+#ifndef FN
+#define TG_CAT_(a, b) a##_##b
+#define TG_CAT(a, b) TG_CAT_(a, b)
+#define FN(name) TG_CAT(name, ISA_SUFFIX)
+#endif
+
+#define NR (2 * VL)
+enum { KC = 256, MC = 96, NC = 256 }; /* B panel KC·NC (L2), A block MC·KC (L2) */
+_Static_assert(MC % MR == 0 && NC % NR == 0, "blocks hold whole tiles");
+_Static_assert(MC * KC + KC * NC <= TG_GEMM_WS, "TG_GEMM_WS holds the packed panels");
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+/* unroll the row loops early, so the accumulator arrays become registers */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* dst[j·ld + i] = r[i][k + j] for i, j < 8: eight rows of 8 floats, transposed */
+ALWAYS_INLINE void FN(tr8)(float *dst, size_t ld, const float *const r[8], ptrdiff_t k) {
+    __m256 a0 = _mm256_loadu_ps(r[0] + k), a1 = _mm256_loadu_ps(r[1] + k);
+    __m256 a2 = _mm256_loadu_ps(r[2] + k), a3 = _mm256_loadu_ps(r[3] + k);
+    __m256 a4 = _mm256_loadu_ps(r[4] + k), a5 = _mm256_loadu_ps(r[5] + k);
+    __m256 a6 = _mm256_loadu_ps(r[6] + k), a7 = _mm256_loadu_ps(r[7] + k);
+    __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
+    __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
+    __m256 t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5);
+    __m256 t6 = _mm256_unpacklo_ps(a6, a7), t7 = _mm256_unpackhi_ps(a6, a7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* dst[kc][W] (W = MR or NR) = the `live` <= W lines of a strided operand,
+ * line l starting at src + l·ls, element k of a line at k·es; lines past
+ * `live` are zero. Lines contiguous in k (es == 1) are transposed 8 at a
+ * time; lines contiguous across (ls == 1) are copied W floats per k. */
+ALWAYS_INLINE void FN(pack)(int W, float *dst, const float *src, ptrdiff_t ls, ptrdiff_t es,
+                            int live, int kc) {
+    int k = 0;
+    if (live == W && ls == 1) {
+        for (; k < kc; k++) memcpy(dst + (size_t)k * W, src + k * es, sizeof(float) * W);
+        return;
+    }
+    if (live == W && es == 1 && W % 8 == 0) {
+        for (; k + 8 <= kc; k += 8)
+            for (int l0 = 0; l0 < W; l0 += 8) {
+                const float *r[8];
+                for (int j = 0; j < 8; j++) r[j] = src + (l0 + j) * ls;
+                FN(tr8)(dst + (size_t)k * W + l0, (size_t)W, r, k);
+            }
+    }
+    for (; k < kc; k++) { /* the general case, and the last kc % 8 steps */
+        float *d = dst + (size_t)k * W;
+        int l = 0;
+        for (; l < live; l++) d[l] = src[l * ls + k * es];
+        for (; l < W; l++) d[l] = 0.0f;
+    }
+}
+
+/* c[MR,NR] (rows ldc apart) = (load ? c : 0) + pa[kc][MR]ᵀ · pb[kc][NR] */
+ALWAYS_INLINE void FN(tile)(int kc, const float *pa, const float *pb, float *c, size_t ldc,
+                            int load) {
+    vf c0[MR], c1[MR];
+    UNROLL
+    for (int r = 0; r < MR; r++) {
+        c0[r] = load ? vld(c + r * ldc) : vzero();
+        c1[r] = load ? vld(c + r * ldc + VL) : vzero();
+    }
+    for (int k = 0; k < kc; k++, pa += MR, pb += NR) {
+        vf b0 = vld(pb), b1 = vld(pb + VL);
+        UNROLL
+        for (int r = 0; r < MR; r++) {
+            vf a = vbcast(pa + r);
+            c0[r] = vfma(a, b0, c0[r]);
+            c1[r] = vfma(a, b1, c1[r]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < MR; r++) {
+        vst(c + r * ldc, c0[r]);
+        vst(c + r * ldc + VL, c1[r]);
+    }
+}
+
+static void FN(tile_full)(int kc, const float *pa, const float *pb, float *c, size_t ldc,
+                          int load) {
+    FN(tile)(kc, pa, pb, c, ldc, load);
+}
+
+/* A partial tile (mr < MR or nr < NR) goes through a full one on the stack. */
+static void FN(tile_edge)(int kc, const float *pa, const float *pb, float *c, size_t ldc,
+                          int mr, int nr, int load) {
+    float t[MR * NR];
+    if (load)
+        for (int r = 0; r < mr; r++) memcpy(t + r * NR, c + r * ldc, sizeof(float) * nr);
+    FN(tile)(kc, pa, pb, t, NR, load);
+    for (int r = 0; r < mr; r++) memcpy(c + r * ldc, t + r * NR, sizeof(float) * nr);
+}
+
+/* C[M,N] (+)= A[M,K]·B[K,N], rows m0..m1-1 (engine.h) */
+static void FN(gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
+                     const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K, int m0,
+                     int m1, int acc, float *ws) {
+    (void)M;
+    if (K == 0) {
+        if (!acc)
+            for (int m = m0; m < m1; m++) memset(c + (size_t)m * ldc, 0, sizeof(float) * N);
+        return;
+    }
+    float *pa = ws, *pb = ws + MC * KC;
+    for (int jc = 0; jc < N; jc += NC) {
+        const int nc = N - jc < NC ? N - jc : NC;
+        for (int pc = 0; pc < K; pc += KC) {
+            const int kc = K - pc < KC ? K - pc : KC;
+            const int load = acc || pc > 0;
+            for (int j = 0; j < nc; j += NR) /* B's columns are its lines */
+                FN(pack)(NR, pb + (size_t)j * kc, b + pc * rsb + (jc + j) * csb, csb, rsb,
+                         nc - j < NR ? nc - j : NR, kc);
+            for (int ic = m0; ic < m1; ic += MC) {
+                const int mc = m1 - ic < MC ? m1 - ic : MC;
+                for (int i = 0; i < mc; i += MR) /* A's rows are its lines */
+                    FN(pack)(MR, pa + (size_t)i * kc, a + (ic + i) * rsa + pc * csa, rsa, csa,
+                             mc - i < MR ? mc - i : MR, kc);
+                for (int jr = 0; jr < nc; jr += NR) {
+                    const int nr = nc - jr < NR ? nc - jr : NR;
+                    const float *pbj = pb + (size_t)jr * kc;
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        const int mr = mc - ir < MR ? mc - ir : MR;
+                        float *cij = c + (size_t)(ic + ir) * ldc + jc + jr;
+                        const float *pai = pa + (size_t)ir * kc;
+                        if (mr == MR && nr == NR)
+                            FN(tile_full)(kc, pai, pbj, cij, (size_t)ldc, load);
+                        else
+                            FN(tile_edge)(kc, pai, pbj, cij, (size_t)ldc, mr, nr, load);
+                    }
+                }
+            }
+        }
+    }
+}
