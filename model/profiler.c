@@ -130,33 +130,31 @@ static void on_begin(void *user, tg_op op, int layer, int head, int ith) {
     s->stack[s->depth++] = (open_op){now_ns(p), (int16_t)op, (int16_t)layer, (int16_t)head};
 }
 
-static void on_end(void *user, tg_op op, int layer, int head, int ith) {
-    tg_profiler *p = user;
-    if (ith < 0 || ith >= p->n_threads) return;
+/* Closes thread ith's innermost open op at t, which must be (op, layer,
+ * head): records it and returns its stack slot, or NULL (marked bad). */
+static open_op *close_op(tg_profiler *p, int ith, tg_op op, int layer, int head, uint64_t t) {
+    if (ith < 0 || ith >= p->n_threads) return NULL;
     thread_slot *s = &p->slots[ith];
-    uint64_t t1 = now_ns(p);
-    if (s->depth == 0 || s->stack[s->depth - 1].op != (int)op ||
-        s->stack[s->depth - 1].layer != layer || s->stack[s->depth - 1].head != head) {
+    open_op *o = s->depth ? &s->stack[s->depth - 1] : NULL;
+    if (!o || o->op != (int)op || o->layer != layer || o->head != head) {
         s->bad = 1;
-        return;
+        return NULL;
     }
-    open_op o = s->stack[--s->depth];
-    push_event(s, (tg_prof_event){o.t0, t1, o.op, o.layer, o.head, (int16_t)ith});
+    push_event(s, (tg_prof_event){o->t0, t, o->op, o->layer, o->head, (int16_t)ith});
+    return o;
 }
 
+static void on_end(void *user, tg_op op, int layer, int head, int ith) {
+    tg_profiler *p = user;
+    if (close_op(p, ith, op, layer, head, now_ns(p))) p->slots[ith].depth--;
+}
+
+/* Ends prev and begins next in the same slot, at one clock reading. */
 static void on_next(void *user, tg_op prev, tg_op next, int layer, int head, int ith) {
     tg_profiler *p = user;
-    if (ith < 0 || ith >= p->n_threads) return;
-    thread_slot *s = &p->slots[ith];
     uint64_t t = now_ns(p);
-    if (s->depth == 0 || s->stack[s->depth - 1].op != (int)prev ||
-        s->stack[s->depth - 1].layer != layer || s->stack[s->depth - 1].head != head) {
-        s->bad = 1;
-        return;
-    }
-    open_op *o = &s->stack[s->depth - 1];
-    push_event(s, (tg_prof_event){o->t0, t, o->op, o->layer, o->head, (int16_t)ith});
-    *o = (open_op){t, (int16_t)next, (int16_t)layer, (int16_t)head};
+    open_op *o = close_op(p, ith, prev, layer, head, t);
+    if (o) *o = (open_op){t, (int16_t)next, (int16_t)layer, (int16_t)head};
 }
 
 void tg_profiler_record(tg_profiler *p, int ith, tg_op op, int layer, int head, uint64_t t0,
