@@ -3,8 +3,8 @@
  * variable — run fn(ctx, ith, nth), and check in at a counter the caller
  * waits on (spinning, then sleeping, the same way).
  *
- * Spinning yields the CPU every few µs, so that on an oversubscribed machine
- * a spinning thread does not hold up the very thread it is waiting for.
+ * A spinner that has waited YIELD_NS starts yielding the CPU, so that on an
+ * oversubscribed machine it does not hold up the very thread it waits for.
  *
  * The mutex is only taken when someone is asleep: a job published to
  * spinning workers costs one atomic increment and one cache-line transfer
@@ -32,6 +32,8 @@
  * few µs to tens of µs; 200 µs keeps workers awake through a token (a
  * futex wake costs 5-50 µs here) and lets them sleep when generation stops. */
 #define SPIN_NS 200000u
+/* How long a spinner runs before it also yields the CPU at each clock look. */
+#define YIELD_NS 50000u
 /* Below this much work per thread (flops, or bytes for memory-bound
  * kernels) a job stays on one thread: handing a job to a spinning worker
  * and waiting for it costs about 1 µs, which is ~1e5 flops of GEMM or
@@ -67,19 +69,32 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* One step of a spin-wait that started at *t0 (0: not yet), on the i-th
+ * iteration: pause; every 64 iterations look at the clock; after YIELD_NS
+ * of spinning also yield the CPU at each look. Returns 1 once SPIN_NS have
+ * passed (time to sleep). Yielding only late matters: a sched_yield costs
+ * ~8 µs on the VM this was measured on, so yielding from the start made
+ * every job handed to a spinning worker cost ~17 µs (bench_kernels --kernel
+ * pool) instead of ~0.2 µs; on an oversubscribed machine a spinner still
+ * gives way after YIELD_NS. */
+static int spin_step(unsigned i, uint64_t *t0) {
+    cpu_relax();
+    if (i % 64) return 0;
+    uint64_t t = now_ns();
+    if (!*t0) {
+        *t0 = t;
+        return 0;
+    }
+    if (t - *t0 > YIELD_NS) sched_yield();
+    return t - *t0 > SPIN_NS;
+}
+
 /* Spins until *gen != seen or SPIN_NS pass; returns the generation seen. */
 static unsigned spin_for_job(tg_pool *pool, unsigned seen) {
     uint64_t t0 = 0;
     for (unsigned i = 1;; i++) {
         unsigned gen = atomic_load_explicit(&pool->generation, memory_order_acquire);
-        if (gen != seen) return gen;
-        cpu_relax();
-        if ((i & 255) == 0) { /* every few µs: let others run, look at the clock */
-            sched_yield();
-            uint64_t t = now_ns();
-            if (!t0) t0 = t;
-            else if (t - t0 > SPIN_NS) return gen;
-        }
+        if (gen != seen || spin_step(i, &t0)) return gen;
     }
 }
 
@@ -173,10 +188,9 @@ void tg_pool_run(tg_pool *pool, int nth, tg_task_fn fn, void *ctx) {
     }
     fn(ctx, 0, nth);
     uint64_t t0 = now_ns();
+    uint64_t spin_t0 = 0;
     for (unsigned i = 1; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0; i++) {
-        cpu_relax();
-        if ((i & 255) == 0) sched_yield();
-        if ((i & 255) == 0 && now_ns() - t0 > SPIN_NS) {
+        if (spin_step(i, &spin_t0)) {
             pthread_mutex_lock(&pool->mu);
             atomic_store(&pool->caller_asleep, 1);
             while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done_cv, &pool->mu);
