@@ -142,8 +142,11 @@ def gguf_kv(key, typ, val):
     raise ValueError(typ)
 
 
-def write_gguf(path, w, cfg):
-    """GGUF v3, llama.cpp's gpt2 names; dims are stored innermost first."""
+def write_gguf(path, w, cfg, reverse_data=False):
+    """GGUF v3, llama.cpp's gpt2 names; dims are stored innermost first.
+    reverse_data: the data section holds the tensors in the reverse order of
+    their infos (valid GGUF: every tensor is found through its offset;
+    llama.cpp's own writer packs them in order, and `inspect` warns)."""
     L, H, E, C, V, Fw, tied = cfg
     toks = vocab_tokens(V)
     kvs = [
@@ -177,16 +180,19 @@ def write_gguf(path, w, cfg):
     if not tied:
         tensors.append(("output.weight", w["lm_head"]))
     align = 32
-    info, data, off = b"", b"", 0
-    for name, t in tensors:
-        dims = list(reversed(t.shape))
-        info += gguf_str(name) + struct.pack("<I", len(dims))
-        info += b"".join(struct.pack("<Q", d) for d in dims)
-        info += struct.pack("<IQ", 0, off)  # F32
+    offsets, data, off = {}, b"", 0
+    for name, t in (reversed(tensors) if reverse_data else tensors):
+        offsets[name] = off
         blob = t.astype("<f4").tobytes()
         pad = (-len(blob)) % align
         data += blob + b"\0" * pad
         off += len(blob) + pad
+    info = b""
+    for name, t in tensors:
+        dims = list(reversed(t.shape))
+        info += gguf_str(name) + struct.pack("<I", len(dims))
+        info += b"".join(struct.pack("<Q", d) for d in dims)
+        info += struct.pack("<IQ", 0, offsets[name])  # F32
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + info
     head += b"\0" * ((-len(head)) % align)
     with open(path, "wb") as f:
@@ -426,6 +432,11 @@ def main():
                 write_gguf(gg, w, cfg)
                 gl, _ = o.run(gg, tok_path, ["--isa", best, "--chunks", "0"], N, V)
                 o.same("%s gguf vs raw" % tag, gl, o.run(raw, tok_path, ["--isa", best, "--chunks", "0"], N, V)[0])
+                # Tensors found by their offsets, not their order.
+                gr = os.path.join(tmp, name + "-reversed.gguf")
+                write_gguf(gr, w, cfg, reverse_data=True)
+                rl, _ = o.run(gr, tok_path, ["--isa", best, "--chunks", "0"], N, V)
+                o.same("%s gguf with the data in reverse order vs raw" % tag, rl, gl)
             if "hf" in formats:
                 hf = os.path.join(tmp, name + "-hf")
                 write_hf(hf, w, cfg, prefix)

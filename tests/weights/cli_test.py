@@ -8,6 +8,7 @@ usage: cli_test.py TINYGPT WEIGHTS_DUMP
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,31 @@ def expect(args, code, needle=b""):
         check(needle in r.stderr, f"{' '.join(args)}: stderr {r.stderr!r} lacks {needle!r}")
         check(r.stderr.startswith(b"tinygpt "), f"{' '.join(args)}: error not prefixed: {r.stderr!r}")
     return r
+
+
+def reverse_data(src, dst):
+    """Rewrites the GGUF `src` with its data section in the reverse order of
+    the tensor infos (still valid GGUF: readers find tensors by offset, but
+    llama.cpp's writer packs them in order). The infos are located by their
+    length-prefixed names; names and sizes come from `inspect --json`."""
+    j = json.loads(run("inspect", "--json", src).stdout)
+    d = bytearray(open(src, "rb").read())
+    at = {}
+    for t in j["tensors"]:
+        key = struct.pack("<Q", len(t["name"])) + t["name"].encode()
+        q = d.find(key) + len(key)
+        nd = struct.unpack_from("<I", d, q)[0]
+        at[t["name"]] = q + 4 + 8 * nd + 4  # the info's offset field
+    a = j["alignment"]
+    data0 = (max(at.values()) + 8 + a - 1) // a * a
+    blobs, off = b"", 0
+    for t in reversed(j["tensors"]):
+        struct.pack_into("<Q", d, at[t["name"]], off)
+        blob = bytes(d[data0 + t["offset"]:data0 + t["offset"] + t["bytes"]])
+        pad = (-len(blob)) % a
+        blobs += blob + b"\0" * pad
+        off += len(blob) + pad
+    open(dst, "wb").write(bytes(d[:data0]) + blobs)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -146,6 +172,19 @@ with tempfile.TemporaryDirectory() as tmp:
           f"inspect tensors {j['tensors'][:1]}")
     check(j["problems"] == [] and j["tokenizer"]["pre"] == "gpt-2", f"inspect problems {j['problems']}")
     check(j["metadata"]["general.architecture"] == "gpt2", "metadata")
+
+    # tensors not packed in order: loaded through their offsets (the same
+    # scores as the packed file), and inspect warns (llama.cpp wants them packed)
+    reverse_data(m, p("rev.gguf"))
+    check(open(p("rev.gguf"), "rb").read() != a, "reverse_data changed nothing")
+    r = expect(["inspect", p("rev.gguf")], 0)
+    check(b"not packed in order" in r.stdout + r.stderr, f"inspect gave no layout warning: {r.stdout[-300:]!r}")
+    j = json.loads(expect(["inspect", "--json", p("rev.gguf")], 0).stdout)
+    check(len(j["warnings"]) == 1 and "not packed in order" in j["warnings"][0], f"warnings {j['warnings']}")
+    check(j["tensors"][-1]["offset"] == 0, "the last tensor's data should come first")
+    open(p("t.txt"), "w").write("ROMEO: But soft, what light through yonder window breaks?\n" * 3)
+    ev = [json.loads(expect(["eval", "-m", f, "-f", p("t.txt"), "--json"], 0).stdout) for f in (m, p("rev.gguf"))]
+    check(ev[0] == ev[1], f"eval differs between packed and reversed layouts: {ev}")
 
     # f16 init, convert GGUF -> GGUF (re-encode), vocab-only GGUF
     expect(base + ["--dtype", "f16", "-o", p("h.gguf")], 0)
