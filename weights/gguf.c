@@ -661,43 +661,43 @@ static tg_status find_scalar(const tg_gguf *g, const char *key, const tg_gguf_kv
     return TG_OK;
 }
 
-tg_status tg_gguf_get_uint(const tg_gguf *g, const char *key, uint64_t *out, tg_err *err) {
-    const tg_gguf_kv *kv;
-    tg_status s = find_scalar(g, key, &kv, err);
+/* The scalar `key`, which must have an integer type. */
+static tg_status find_integer(const tg_gguf *g, const char *key, const tg_gguf_kv **kv,
+                              tg_err *err) {
+    tg_status s = find_scalar(g, key, kv, err);
     if (s) return s;
-    switch (kv->type) {
+    switch ((*kv)->type) {
     case TG_GGUF_UINT8: case TG_GGUF_UINT16: case TG_GGUF_UINT32: case TG_GGUF_UINT64:
-        *out = kv->type == TG_GGUF_UINT64 ? rd64(kv->data) : (uint64_t)tg_gguf_kv_int(kv, 0);
+    case TG_GGUF_INT8: case TG_GGUF_INT16: case TG_GGUF_INT32: case TG_GGUF_INT64:
         return TG_OK;
-    case TG_GGUF_INT8: case TG_GGUF_INT16: case TG_GGUF_INT32: case TG_GGUF_INT64: {
-        int64_t v = tg_gguf_kv_int(kv, 0);
-        if (v < 0) return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' is negative (%" PRId64 ")", g->name, key, v);
-        *out = (uint64_t)v;
-        return TG_OK;
-    }
     default:
         return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' has type %s, expected an integer", g->name, key,
-                       tg_gguf_vtype_name(kv->type));
+                       tg_gguf_vtype_name((*kv)->type));
     }
+}
+
+tg_status tg_gguf_get_uint(const tg_gguf *g, const char *key, uint64_t *out, tg_err *err) {
+    const tg_gguf_kv *kv;
+    tg_status s = find_integer(g, key, &kv, err);
+    if (s) return s;
+    if (kv->type == TG_GGUF_UINT64) {
+        *out = rd64(kv->data);
+        return TG_OK;
+    }
+    int64_t v = tg_gguf_kv_int(kv, 0);
+    if (v < 0) return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' is negative (%" PRId64 ")", g->name, key, v);
+    *out = (uint64_t)v;
+    return TG_OK;
 }
 
 tg_status tg_gguf_get_int(const tg_gguf *g, const char *key, int64_t *out, tg_err *err) {
     const tg_gguf_kv *kv;
-    tg_status s = find_scalar(g, key, &kv, err);
+    tg_status s = find_integer(g, key, &kv, err);
     if (s) return s;
-    switch (kv->type) {
-    case TG_GGUF_UINT64:
-        if (rd64(kv->data) > INT64_MAX)
-            return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' is too large", g->name, key);
-        /* fall through */
-    case TG_GGUF_UINT8: case TG_GGUF_UINT16: case TG_GGUF_UINT32: case TG_GGUF_INT8:
-    case TG_GGUF_INT16: case TG_GGUF_INT32: case TG_GGUF_INT64:
-        *out = tg_gguf_kv_int(kv, 0);
-        return TG_OK;
-    default:
-        return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' has type %s, expected an integer", g->name, key,
-                       tg_gguf_vtype_name(kv->type));
-    }
+    if (kv->type == TG_GGUF_UINT64 && rd64(kv->data) > INT64_MAX)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: key '%s' is too large", g->name, key);
+    *out = tg_gguf_kv_int(kv, 0);
+    return TG_OK;
 }
 
 tg_status tg_gguf_get_float(const tg_gguf *g, const char *key, double *out, tg_err *err) {
