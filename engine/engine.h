@@ -106,16 +106,18 @@ typedef struct tg_kernels {
                          float scale);
 
     /* ---- Training kernels (model/train.c) ---------------------------------
-     * C[M,N] = A[M,K] · B[K,N] (+ the old C when acc), rows m0..m1-1 only.
+     * C[M,N] = S + A[M,K] · B[K,N], rows m0..m1-1 only, where the start S
+     * is the old C when acc, else bias[N] on every row when bias is given,
+     * else 0 (the forward's Y = b + X·Wᵀ needs no pass to copy b first).
      * A's element (m,k) is a[m*rsa + k*csa] and B's (k,n) is b[k*rsb + n*csb],
      * so either operand may be read transposed; C rows are ldc apart. Every C
-     * element is one running sum over k in ascending order whatever m0/m1,
+     * element is one running sum from S over k in ascending order whatever m0/m1,
      * so results do not depend on how rows are split over threads. ws is
      * scratch of TG_GEMM_WS floats. Training's matmuls are all this kernel:
      * Y = X·Wᵀ, dX = dY·W, dW += dYᵀ·X, and attention's Q·Kᵀ, P·V, ... */
     void (*gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
                  const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K,
-                 int m0, int m1, int acc, float *ws);
+                 int m0, int m1, int acc, const float *bias, float *ws);
 
     /* Layernorm backward for x[T,N] (mean and rstd recomputed as in the
      * forward, two-pass), with x̂ = (x - mean)·rstd and u = g⊙dy:

@@ -271,19 +271,20 @@ typedef struct gemm_job {
     const float *a, *b;
     ptrdiff_t rsa, csa, rsb, csb;
     int M, N, K, acc;
+    const float *bias;
 } gemm_job;
 
 static void gemm_rows(void *ctx, int m0, int m1, int ith) {
     const gemm_job *j = ctx;
     j->tr->eng.k.gemm(j->c, j->ldc, j->a, j->rsa, j->csa, j->b, j->rsb, j->csb, j->M, j->N,
-                      j->K, m0, m1, j->acc, j->tr->ws + (size_t)ith * TG_GEMM_WS);
+                      j->K, m0, m1, j->acc, j->bias, j->tr->ws + (size_t)ith * TG_GEMM_WS);
 }
 
-/* C[M,N] (+)= A·B split over the pool by rows of C */
+/* C[M,N] = (C if acc, else bias or 0) + A·B split over the pool by rows of C */
 static void gemm(tg_trainer *tr, float *c, int ldc, const float *a, ptrdiff_t rsa,
                  ptrdiff_t csa, const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N,
-                 int K, int acc) {
-    gemm_job j = {tr, c, ldc, a, b, rsa, csa, rsb, csb, M, N, K, acc};
+                 int K, int acc, const float *bias) {
+    gemm_job j = {tr, c, ldc, a, b, rsa, csa, rsb, csb, M, N, K, acc, bias};
     tg_parallel_for(tr->pool, M, 48, 2.0 * M * N * K, gemm_rows, &j);
 }
 
@@ -321,12 +322,10 @@ static void layernorm_forward(tg_trainer *tr, float *out, const float *inp, cons
     tg_parallel_for(tr->pool, BT, LN_CHUNK, 8.0 * BT * E, ln_fwd_rows, &j);
 }
 
-/* out[BT,OUT] = inp[BT,IN] · wᵀ + b */
+/* out[BT,OUT] = b + inp[BT,IN] · wᵀ */
 static void matmul_forward(tg_trainer *tr, float *out, const float *inp, const float *w,
                            const float *b, int BT, int in, int outc) {
-    if (b)
-        for (int t = 0; t < BT; t++) memcpy(out + (size_t)t * outc, b, sizeof(float) * outc);
-    gemm(tr, out, outc, inp, in, 1, w, 1, in, BT, outc, in, b != NULL);
+    gemm(tr, out, outc, inp, in, 1, w, 1, in, BT, outc, in, 0, b);
 }
 
 typedef struct att_job {
@@ -350,14 +349,14 @@ static void att_fwd_items(void *ctx, int i0, int i1, int ith) {
         float *out = j->out + (size_t)b * T * E + h * HS;
         for (int m0 = 0; m0 < T; m0 += ATT_BLOCK) {
             int m1 = m0 + ATT_BLOCK < T ? m0 + ATT_BLOCK : T;
-            k->gemm(att, T, q, E3, 1, kk, 1, E3, T, m1, HS, m0, m1, 0, ws);
+            k->gemm(att, T, q, E3, 1, kk, 1, E3, T, m1, HS, m0, m1, 0, NULL, ws);
             for (int t = m0; t < m1; t++) {
                 float *row = att + (size_t)t * T;
                 for (int s = 0; s <= t; s++) row[s] *= scale;
                 k->softmax(row, t + 1);
                 for (int s = t + 1; s < m1; s++) row[s] = 0.0f;
             }
-            k->gemm(out, E, att, T, 1, v, E3, 1, T, HS, m1, m0, m1, 0, ws);
+            k->gemm(out, E, att, T, 1, v, E3, 1, T, HS, m1, m0, m1, 0, NULL, ws);
         }
     }
 }
@@ -475,8 +474,8 @@ static void bias_cols(void *ctx, int o0, int o1, int ith) {
 static void matmul_backward(tg_trainer *tr, float *dinp, float *dw, float *db,
                             const float *dout, const float *inp, const float *w, int BT,
                             int in, int out) {
-    if (dinp) gemm(tr, dinp, in, dout, out, 1, w, in, 1, BT, in, out, 0);
-    gemm(tr, dw, in, dout, 1, out, inp, in, 1, out, in, BT, 1);
+    if (dinp) gemm(tr, dinp, in, dout, out, 1, w, in, 1, BT, in, out, 0, NULL);
+    gemm(tr, dw, in, dout, 1, out, inp, in, 1, out, in, BT, 1, NULL);
     if (db) {
         bias_job j = {db, dout, BT, out};
         tg_parallel_for(tr->pool, out, 16, (double)BT * out, bias_cols, &j);
@@ -529,7 +528,7 @@ static void att_bwd_items(void *ctx, int i0, int i1, int ith) {
         /* dP = dout · vᵀ, then dS = softmax backward (scaled), causal rows */
         for (int m0 = 0; m0 < T; m0 += ATT_BLOCK) {
             int m1 = m0 + ATT_BLOCK < T ? m0 + ATT_BLOCK : T;
-            k->gemm(ds, T, dout, E, 1, v, 1, E3, T, m1, HS, m0, m1, 0, ws);
+            k->gemm(ds, T, dout, E, 1, v, 1, E3, T, m1, HS, m0, m1, 0, NULL, ws);
             for (int t = m0; t < m1; t++) {
                 float *row = ds + (size_t)t * T;
                 k->softmax_bwd(row, att + (size_t)t * T, row, t + 1, scale);
@@ -539,12 +538,12 @@ static void att_bwd_items(void *ctx, int i0, int i1, int ith) {
         for (int m0 = 0; m0 < T; m0 += ATT_BLOCK) {
             int m1 = m0 + ATT_BLOCK < T ? m0 + ATT_BLOCK : T;
             /* dq[t] = Σ_{s<=t} dS[t,s] k[s] */
-            k->gemm(dq, E3, ds, T, 1, kk, E3, 1, T, HS, m1, m0, m1, 0, ws);
+            k->gemm(dq, E3, ds, T, 1, kk, E3, 1, T, HS, m1, m0, m1, 0, NULL, ws);
             /* dk[s] = Σ_{t>=s} dS[t,s] q[t];  dv[s] = Σ_{t>=s} P[t,s] dout[t] */
             k->gemm(dk, E3, ds + (size_t)m0 * T, 1, T, q + (size_t)m0 * E3, E3, 1, T, HS, T - m0,
-                    m0, m1, 0, ws);
+                    m0, m1, 0, NULL, ws);
             k->gemm(dv, E3, att + (size_t)m0 * T, 1, T, dout + (size_t)m0 * E, E, 1, T, HS,
-                    T - m0, m0, m1, 0, ws);
+                    T - m0, m0, m1, 0, NULL, ws);
         }
     }
 }

@@ -49,12 +49,17 @@ static void pack_b(float *dst, const float *b, ptrdiff_t rsb, ptrdiff_t csb, int
     }
 }
 
-/* C[M,N] = A[M,K]·B[K,N] (+C), rows m0..m1-1. Each element is one FMA chain
- * over k ascending (later K slices reload it from C), whatever m0/m1. */
+/* C[M,N] = (C, bias or 0) + A[M,K]·B[K,N], rows m0..m1-1. Each element is
+ * one FMA chain over k ascending from its start value (later K slices reload
+ * it from C), whatever m0/m1. A bias start is copied into C first. */
 static void gemm_neon(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
                       const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K,
-                      int m0, int m1, int acc, float *ws) {
+                      int m0, int m1, int acc, const float *bias, float *ws) {
     (void)M;
+    if (!acc && bias) {
+        for (int m = m0; m < m1; m++) memcpy(c + (size_t)m * ldc, bias, sizeof(float) * N);
+        acc = 1;
+    }
     if (K == 0) {
         if (!acc)
             for (int m = m0; m < m1; m++) memset(c + (size_t)m * ldc, 0, sizeof(float) * N);

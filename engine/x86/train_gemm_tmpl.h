@@ -1,5 +1,5 @@
-/* train_gemm_tmpl.h — the training gemm (engine.h: C[M,N] (+)= A·B with any
- * strides, rows m0..m1-1) written once for x86 over the SIMD vocabulary of a
+/* train_gemm_tmpl.h — the training gemm (engine.h: C[M,N] = start + A·B with
+ * any strides, rows m0..m1-1) written once for x86 over the SIMD vocabulary of a
  * vec_<isa>.h (VL, vf, vld, vst, vbcast, vfma, vzero, ISA_SUFFIX) and
  * included by train_avx2.c and train_avx512.c after defining
  *
@@ -13,8 +13,9 @@
  * columns contiguous in k: X and Wᵀ of the forward, Q and Kᵀ of attention)
  * go through 8 × 8 AVX transposes instead of one scalar per element.
  *
- * Every C element is one lane of one accumulator fed k = 0..K-1 in order
- * (later KC slices reload the partial sum from C), so the result does not
+ * Every C element is one lane of one accumulator that starts from C, the
+ * bias or 0 and is fed k = 0..K-1 in order (later KC slices reload the
+ * partial sum from C), so the result does not
  * depend on m0/m1 — and is the same on every ISA built from this file. */
 #include <string.h>
 
@@ -84,14 +85,15 @@ ALWAYS_INLINE void FN(pack)(int W, float *dst, const float *src, ptrdiff_t ls, p
     }
 }
 
-/* c[MR,NR] (rows ldc apart) = (load ? c : 0) + pa[kc][MR]ᵀ · pb[kc][NR] */
+/* c[MR,NR] (rows ldc apart) = (load ? c : bias ? bias[NR] : 0) + pa[kc][MR]ᵀ · pb[kc][NR] */
 ALWAYS_INLINE void FN(tile)(int kc, const float *pa, const float *pb, float *c, size_t ldc,
-                            int load) {
+                            int load, const float *bias) {
     vf c0[MR], c1[MR];
+    const vf b0 = bias ? vld(bias) : vzero(), b1 = bias ? vld(bias + VL) : vzero();
     UNROLL
     for (int r = 0; r < MR; r++) {
-        c0[r] = load ? vld(c + r * ldc) : vzero();
-        c1[r] = load ? vld(c + r * ldc + VL) : vzero();
+        c0[r] = load ? vld(c + r * ldc) : b0;
+        c1[r] = load ? vld(c + r * ldc + VL) : b1;
     }
     for (int k = 0; k < kc; k++, pa += MR, pb += NR) {
         vf b0 = vld(pb), b1 = vld(pb + VL);
@@ -110,28 +112,31 @@ ALWAYS_INLINE void FN(tile)(int kc, const float *pa, const float *pb, float *c, 
 }
 
 static void FN(tile_full)(int kc, const float *pa, const float *pb, float *c, size_t ldc,
-                          int load) {
-    FN(tile)(kc, pa, pb, c, ldc, load);
+                          int load, const float *bias) {
+    FN(tile)(kc, pa, pb, c, ldc, load, bias);
 }
 
-/* A partial tile (mr < MR or nr < NR) goes through a full one on the stack. */
+/* A partial tile (mr < MR or nr < NR) goes through a full one on the stack
+ * (the bias too), so nothing past row mr or column nr is read or written. */
 static void FN(tile_edge)(int kc, const float *pa, const float *pb, float *c, size_t ldc,
-                          int mr, int nr, int load) {
-    float t[MR * NR];
+                          int mr, int nr, int load, const float *bias) {
+    float t[MR * NR], bt[NR] = {0};
     if (load)
         for (int r = 0; r < mr; r++) memcpy(t + r * NR, c + r * ldc, sizeof(float) * nr);
-    FN(tile)(kc, pa, pb, t, NR, load);
+    if (bias) memcpy(bt, bias, sizeof(float) * nr);
+    FN(tile)(kc, pa, pb, t, NR, load, bias ? bt : NULL);
     for (int r = 0; r < mr; r++) memcpy(c + r * ldc, t + r * NR, sizeof(float) * nr);
 }
 
-/* C[M,N] (+)= A[M,K]·B[K,N], rows m0..m1-1 (engine.h) */
+/* C[M,N] = (C, bias or 0) + A[M,K]·B[K,N], rows m0..m1-1 (engine.h) */
 static void FN(gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
                      const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K, int m0,
-                     int m1, int acc, float *ws) {
+                     int m1, int acc, const float *bias, float *ws) {
     (void)M;
     if (K == 0) {
         if (!acc)
-            for (int m = m0; m < m1; m++) memset(c + (size_t)m * ldc, 0, sizeof(float) * N);
+            for (int m = m0; m < m1; m++)
+                for (int n = 0; n < N; n++) c[(size_t)m * ldc + n] = bias ? bias[n] : 0.0f;
         return;
     }
     float *pa = ws, *pb = ws + MC * KC;
@@ -155,10 +160,11 @@ static void FN(gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t
                         const int mr = mc - ir < MR ? mc - ir : MR;
                         float *cij = c + (size_t)(ic + ir) * ldc + jc + jr;
                         const float *pai = pa + (size_t)ir * kc;
+                        const float *bj = bias ? bias + jc + jr : NULL;
                         if (mr == MR && nr == NR)
-                            FN(tile_full)(kc, pai, pbj, cij, (size_t)ldc, load);
+                            FN(tile_full)(kc, pai, pbj, cij, (size_t)ldc, load, bj);
                         else
-                            FN(tile_edge)(kc, pai, pbj, cij, (size_t)ldc, mr, nr, load);
+                            FN(tile_edge)(kc, pai, pbj, cij, (size_t)ldc, mr, nr, load, bj);
                     }
                 }
             }

@@ -20,7 +20,8 @@ typedef struct gemm_case {
     int M, N, K, ta, tb; /* ta: A stored [K,M] (read transposed); tb: B stored [N,K] */
 } gemm_case;
 
-/* One gemm case on every engine, rows m0..m1 with and without accumulation. */
+/* One gemm case on every engine, rows m0..m1, starting from 0, from C
+ * (accumulation) and from a bias row. */
 static void gemm_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck_rng *rng,
                        gemm_case c, int m0, int m1) {
     int M = c.M, N = c.N, K = c.K, ldc = N + 3;
@@ -30,36 +31,39 @@ static void gemm_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck
     ptrdiff_t rsa = c.ta ? 1 : K, csa = c.ta ? M : 1, rsb = c.tb ? 1 : N, csb = c.tb ? K : 1;
     size_t nc = (size_t)M * ldc;
     float *c0 = ck_alloc(nc), *want = ck_alloc(nc), *got = ck_alloc(nc), *tol = ck_alloc(nc);
-    float *ws = ck_alloc(TG_GEMM_WS);
+    float *ws = ck_alloc(TG_GEMM_WS), *bias0 = ck_alloc(N);
     ck_fill(rng, c0, nc, -1, 1);
-    for (int acc = 0; acc < 2; acc++) {
+    ck_fill(rng, bias0, N, -1, 1);
+    for (int start = 0; start < 3; start++) { /* 0, the old C, the bias */
+        int acc = start == 1;
+        const float *bias = start == 2 ? bias0 : NULL;
         memcpy(want, c0, nc * sizeof(float));
-        ref->k.gemm(want, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, NULL);
-        /* tol = (K + 2)·eps·(Σ|a·b| + |c|) on the computed rows, exact elsewhere */
+        ref->k.gemm(want, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, bias, NULL);
+        /* tol = (K + 2)·eps·(Σ|a·b| + |start|) on the computed rows, exact elsewhere */
         for (size_t i = 0; i < nc; i++) tol[i] = 0.0f;
         for (int m = m0; m < m1; m++)
             for (int n = 0; n < N; n++) {
-                double s = acc ? fabs(c0[(size_t)m * ldc + n]) : 0.0;
+                double s = acc ? fabs(c0[(size_t)m * ldc + n]) : bias ? fabs(bias[n]) : 0.0;
                 for (int k = 0; k < K; k++) s += fabs(a[m * rsa + k * csa] * b[k * rsb + n * csb]);
                 tol[(size_t)m * ldc + n] = (float)((K + 2) * EPS * s);
             }
         for (int e = 0; e < n_eng; e++) {
             memcpy(got, c0, nc * sizeof(float));
             ck_poison(ws, TG_GEMM_WS);
-            eng[e].k.gemm(got, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, ws);
-            CK_EXPECT_GUARDS(got, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d acc%d",
-                             tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, acc);
+            eng[e].k.gemm(got, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, bias, ws);
+            CK_EXPECT_GUARDS(got, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d start%d",
+                             tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, start);
             CK_EXPECT_GUARDS(ws, "gemm %s workspace", tg_isa_name(eng[e].isa));
-            CK_EXPECT_CLOSE(got, want, tol, nc, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d acc%d",
-                            tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, acc);
+            CK_EXPECT_CLOSE(got, want, tol, nc, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d start%d",
+                            tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, start);
             /* the same rows computed in two pieces are bit-identical */
             if (m1 - m0 >= 2) {
                 float *split = ck_alloc(nc);
                 memcpy(split, c0, nc * sizeof(float));
                 int mid = m0 + (m1 - m0) / 2 + 1;
                 if (mid >= m1) mid = m1 - 1;
-                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, mid, acc, ws);
-                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, mid, m1, acc, ws);
+                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, mid, acc, bias, ws);
+                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, mid, m1, acc, bias, ws);
                 CK_EXPECT_BITEQUAL(split, got, nc, "gemm %s M%d N%d K%d split at %d",
                                    tg_isa_name(eng[e].isa), M, N, K, mid);
                 ck_free(split);
@@ -67,6 +71,7 @@ static void gemm_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck
         }
     }
     ck_free(a), ck_free(b), ck_free(c0), ck_free(want), ck_free(got), ck_free(tol), ck_free(ws);
+    ck_free(bias0);
 }
 
 Test(train_kernels, gemm) {
@@ -84,7 +89,7 @@ Test(train_kernels, gemm) {
                 gemm_check(&ref, eng, n_eng, &rng, c, 0, c.M);
                 if (c.M > 4) gemm_check(&ref, eng, n_eng, &rng, c, 2, c.M - 1);
             }
-    /* K == 0: C = 0 (or unchanged with acc) */
+    /* K == 0: C = 0, unchanged with acc, the bias with one */
     gemm_check(&ref, eng, n_eng, &rng, (gemm_case){9, 20, 0, 0, 0}, 0, 9);
 }
 
