@@ -570,30 +570,26 @@ const tg_gguf_tensor *tg_gguf_tensor_at(const tg_gguf *g, int64_t i) {
     return i >= 0 && i < g->n_tensors ? &g->tensors[i] : NULL;
 }
 
+/* bsearch comparators: a name against an entry of the sorted pointer arrays */
+static int cmp_key_kv(const void *key, const void *e) {
+    return strcmp(key, (*(const tg_gguf_kv *const *)e)->key);
+}
+static int cmp_name_tensor(const void *name, const void *e) {
+    return strcmp(name, (*(const tg_gguf_tensor *const *)e)->name);
+}
+
 const tg_gguf_kv *tg_gguf_find_kv(const tg_gguf *g, const char *key) {
     if (!g->kv_by_key) return NULL;
-    size_t lo = 0, hi = (size_t)g->n_kv;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(key, g->kv_by_key[mid]->key);
-        if (c == 0) return g->kv_by_key[mid];
-        if (c < 0) hi = mid;
-        else lo = mid + 1;
-    }
-    return NULL;
+    const tg_gguf_kv *const *hit =
+        bsearch(key, g->kv_by_key, (size_t)g->n_kv, sizeof *g->kv_by_key, cmp_key_kv);
+    return hit ? *hit : NULL;
 }
 
 const tg_gguf_tensor *tg_gguf_find_tensor(const tg_gguf *g, const char *name) {
     if (!g->t_by_name) return NULL;
-    size_t lo = 0, hi = (size_t)g->n_tensors;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(name, g->t_by_name[mid]->name);
-        if (c == 0) return g->t_by_name[mid];
-        if (c < 0) hi = mid;
-        else lo = mid + 1;
-    }
-    return NULL;
+    const tg_gguf_tensor *const *hit =
+        bsearch(name, g->t_by_name, (size_t)g->n_tensors, sizeof *g->t_by_name, cmp_name_tensor);
+    return hit ? *hit : NULL;
 }
 
 void tg_gguf_kv_str(const tg_gguf *g, const tg_gguf_kv *kv, uint64_t i, const char **s, size_t *len) {
