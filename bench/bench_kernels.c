@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "engine/engine.h"
+#include "engine/mem.h"
 
 #ifdef TG_HAVE_OPENBLAS
 #include <cblas.h>
@@ -55,6 +56,7 @@ typedef struct bench_ctx {
     int max_threads;
     int quick;
     int cputime;                 /* --cputime */
+    int small_pages;             /* --small-pages: weights in malloc'd 4 KB pages */
     const char *only_shape;      /* --shape: substring of the shape column */
     int T;                       /* --T: one token count instead of 1 and 128 */
     double budget_s;             /* target time per measurement (ours + baseline) */
@@ -163,14 +165,24 @@ static void mm_blas(void *p, long i) {
 }
 #endif
 
-static float *bench_alloc(size_t n) {
-    float *p = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+/* Filled buffers. Weights (`weights` set) go where tinygpt puts a model's:
+ * 2 MiB pages (engine/mem.h; a mapped GGUF gets large page-cache folios),
+ * unless --small-pages asks for malloc's 4 KB pages. Both sides of a
+ * comparison read the same buffers. */
+static float *bench_alloc_in(size_t n, int weights, const bench_ctx *bc) {
+    size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
+    float *p = weights && !bc->small_pages ? tg_alloc_large(bytes) : aligned_alloc(64, bytes);
     if (!p) {
         fprintf(stderr, "bench: out of memory (%zu floats)\n", n);
         exit(1);
     }
     for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 2001) * 1e-3f - 1.0f;
     return p;
+}
+
+static float *bench_alloc(size_t n) {
+    static const bench_ctx plain = {.small_pages = 1};
+    return bench_alloc_in(n, 0, &plain);
 }
 
 static void bench_matmul(bench_ctx *bc) {
@@ -212,7 +224,7 @@ static void bench_matmul(bench_ctx *bc) {
                 m.y = bench_alloc((size_t)T * out);
                 m.w = malloc(sizeof *m.w * (size_t)n_w);
                 if (!m.w) exit(1);
-                for (int c = 0; c < n_w; c++) m.w[c] = bench_alloc(nw);
+                for (int c = 0; c < n_w; c++) m.w[c] = bench_alloc_in(nw, 1, bc);
                 double flops = 2.0 * T * (double)in * out;
                 double bytes = 4.0 * ((double)nw + (double)T * in + (double)T * out);
                 for (int th = 1; th <= bc->max_threads; th++) {
@@ -508,7 +520,7 @@ static const struct {
 };
 
 static int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--kernel NAME] [--isa NAME] [--threads 1|2] [--shape TEXT] [--T N] [--quick] [--cputime]\n", argv0);
+    fprintf(stderr, "usage: %s [--kernel NAME] [--isa NAME] [--threads 1|2] [--shape TEXT] [--T N] [--quick] [--cputime] [--small-pages]\n", argv0);
     return 2;
 }
 
@@ -528,6 +540,8 @@ int main(int argc, char **argv) {
             if (bc.max_threads < 1 || bc.max_threads > 2) return usage(argv[0]);
         } else if (!strcmp(argv[a], "--cputime")) {
             bc.cputime = 1;
+        } else if (!strcmp(argv[a], "--small-pages")) {
+            bc.small_pages = 1;
         } else if (!strcmp(argv[a], "--quick")) {
             bc.quick = 1;
             bc.budget_s = 0.05;
@@ -559,6 +573,8 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    printf("# matmul weights in %s\n", bc.small_pages ? "malloc'd 4 KB pages (--small-pages)"
+                                                         : "2 MiB pages, as tinygpt's (engine/mem.h)");
 #ifdef TG_HAVE_OPENBLAS
     const char *ct = getenv("OPENBLAS_CORETYPE");
     printf("# OpenBLAS %s, core %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_config(),

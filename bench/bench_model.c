@@ -119,7 +119,10 @@ static void free_model(bench_model *b) {
  * tinygpt command does (mmap), so the bench measures the product's memory:
  * file pages come in large folios here (FileHugePages), which stream from
  * DRAM ~25% faster than the 4 KB anonymous pages of a malloc'd model. */
+static int small_pages; /* --small-pages: keep the malloc'd model (4 KB pages) */
+
 static int reload_via_gguf(bench_model *b) {
+    if (small_pages) return 0;
     const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char path[4096];
     snprintf(path, sizeof path, "%s/tinygpt-bench-XXXXXX", dir);
@@ -396,6 +399,7 @@ int main(int argc, char **argv) {
     const char *only = NULL, *isa = NULL, *model_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--small-pages")) small_pages = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
@@ -407,7 +411,7 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2 | --model FILE] "
-                            "[-t 1,2] [--isa ISA]\n");
+                            "[-t 1,2] [--isa ISA] [--small-pages]\n");
             return 2;
         }
     }
