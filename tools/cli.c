@@ -203,3 +203,93 @@ const char *cli_default_model(void) {
     }
     return NULL;
 }
+
+/* ---- option tables (see cli.h) ------------------------------------------- */
+
+/* v fits: the range was checked against the table, which the type holds. */
+static void store_int(const cli_opt *o, long v) {
+    switch (o->type) {
+    case CLI_T_INT: *(int *)o->dst = (int)v; break;
+    case CLI_T_LONG: *(long *)o->dst = v; break;
+    case CLI_T_LLONG: *(long long *)o->dst = v; break;
+    case CLI_T_ULONG: *(unsigned long *)o->dst = (unsigned long)v; break;
+    case CLI_T_ULLONG: *(unsigned long long *)o->dst = (unsigned long long)v; break;
+    default: break;
+    }
+}
+
+int cli_opt_value(const char *cmd, const cli_opt *o, const char *flag, const char *value) {
+    long l;
+    double d;
+    int n;
+    switch (o->kind) {
+    case CLI_KIND_FLAG:
+        store_int(o, o->lo);
+        return 0;
+    case CLI_KIND_STR:
+        *(const char **)o->dst = value;
+        return 0;
+    case CLI_KIND_INT:
+        if (cli_int(cmd, flag, value, o->lo, o->hi, &l)) return -1;
+        store_int(o, l);
+        return 0;
+    case CLI_KIND_FLOAT:
+        if (cli_float(cmd, flag, value, o->flo, o->fhi, &d)) return -1;
+        if (o->type == CLI_T_FLOAT) *(float *)o->dst = (float)d;
+        else *(double *)o->dst = d;
+        return 0;
+    case CLI_KIND_LIST:
+        if ((n = cli_int_list(cmd, flag, value, o->lo, o->hi, o->dst, o->max)) < 0) return -1;
+        *o->n = n;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int cli_one_arg(const char *cmd, const cli_opt *o, const char *flag, const char *value) {
+    (void)flag;
+    const char **dst = o->dst;
+    if (*dst) {
+        cli_usage(cmd, "more than one %s given (see tinygpt %s --help)", o->name, cmd);
+        return -1;
+    }
+    *dst = value;
+    return 0;
+}
+
+static const cli_opt *find_opt(const cli_opt *opts, const char *a) {
+    for (const cli_opt *o = opts; o->kind != CLI_KIND_END; o++)
+        if (o->kind != CLI_KIND_ARGS && (!strcmp(a, o->name) || (o->alt && !strcmp(a, o->alt))))
+            return o;
+    return NULL;
+}
+
+static const cli_opt *find_args(const cli_opt *opts) {
+    for (const cli_opt *o = opts; o->kind != CLI_KIND_END; o++)
+        if (o->kind == CLI_KIND_ARGS) return o;
+    return NULL;
+}
+
+int cli_parse(const char *cmd, void (*help)(FILE *f), const cli_opt *opts, int argc, char **argv) {
+    const cli_opt *args = find_args(opts);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return EXIT_OK;
+        }
+        const cli_opt *o = find_opt(opts, a);
+        if (!o) {
+            int r = 1;
+            if (args && (a[0] != '-' || !a[1]) && (r = args->call(cmd, args, NULL, a)) < 0)
+                return EXIT_USAGE;
+            if (r > 0) return cli_usage(cmd, "unknown option '%s' (see tinygpt %s --help)", a, cmd);
+            continue;
+        }
+        if (o->kind != CLI_KIND_FLAG && !(v = cli_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+        if (o->seen) ++*o->seen;
+        if ((o->call ? o->call(cmd, o, a, v) : cli_opt_value(cmd, o, a, v)) < 0) return EXIT_USAGE;
+    }
+    return CLI_RUN;
+}

@@ -27,6 +27,99 @@ int cli_int_list(const char *cmd, const char *flag, const char *s, long lo, long
 /* The value after a flag: argv[++*i], or a usage error if missing. */
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 
+/* ---- option tables -------------------------------------------------------
+ * A command lists its options once, as a table ended by {0}:
+ *
+ *     cli_opt opts[] = {
+ *         {CLI_STR("-m", "--model", &model)},
+ *         {CLI_INT("-n", NULL, &n_gen, 0, 1000000)},
+ *         {CLI_FLAG("--no-echo", NULL, &echo, 0)},
+ *         {0},
+ *     };
+ *     if ((rc = cli_parse(CMD, help, opts, argc, argv)) != CLI_RUN) return rc;
+ *
+ * cli_parse reads argv[1..] left to right, so the first problem is the one
+ * reported. -h/--help prints help(stdout) and stops; a valued option takes
+ * the next argument whatever it looks like; an option given twice keeps the
+ * last value. Every usage error is one line naming the flag as typed:
+ *   "FLAG needs a value", "FLAG: 'V' is not an integer in [LO, HI]",
+ *   "FLAG: 'V' is not a number in [LO, HI]", the cli_int_list messages,
+ *   "unknown option 'A' (see tinygpt CMD --help)".
+ * Rules of one command (exclusive flags, required ones) are checked by the
+ * command after cli_parse, or by a callback where the order matters. */
+typedef enum cli_kind {
+    CLI_KIND_END = 0,  /* the {0} that ends a table */
+    CLI_KIND_FLAG,     /* no value: stores lo */
+    CLI_KIND_STR,      /* the value itself */
+    CLI_KIND_INT,      /* an integer in [lo, hi] */
+    CLI_KIND_FLOAT,    /* a finite number in [flo, fhi] */
+    CLI_KIND_LIST,     /* "1,2,4": at most max integers in [lo, hi], count in *n */
+    CLI_KIND_CALL,     /* a value handed to call() alone */
+    CLI_KIND_ARGS,     /* the arguments that are no option (see below) */
+} cli_kind;
+
+/* What dst points to; the macros fill it in, and do not compile for any
+ * other type. */
+typedef enum cli_type {
+    CLI_T_NONE, CLI_T_STR, CLI_T_INT, CLI_T_LONG, CLI_T_LLONG, CLI_T_ULONG, CLI_T_ULLONG,
+    CLI_T_FLOAT, CLI_T_DOUBLE,
+} cli_type;
+
+typedef struct cli_opt cli_opt;
+/* A callback: 0 when done, -1 after printing a usage error. For CLI_KIND_ARGS
+ * it may also return 1: "not mine", reported as an unknown option. */
+typedef int (*cli_call)(const char *cmd, const cli_opt *o, const char *flag, const char *value);
+
+struct cli_opt {
+    const char *name, *alt;  /* "-m" and "--model"; alt may be NULL */
+    cli_kind kind;
+    cli_type type;
+    void *dst;
+    long lo, hi;             /* INT, LIST: the range; FLAG: the value stored */
+    double flo, fhi;         /* FLOAT: the range */
+    int max, *n;             /* LIST: at most max values, their count */
+    int *seen;               /* optional: counts the times the option is given */
+    cli_call call;           /* optional for FLAG (value NULL) and valued kinds:
+                                replaces the built-in conversion, which it can
+                                still run with cli_opt_value */
+};
+
+#define CLI_INT_TYPE(p)                                                                       \
+    _Generic((p), int *: CLI_T_INT, long *: CLI_T_LONG, long long *: CLI_T_LLONG,            \
+             unsigned long *: CLI_T_ULONG, unsigned long long *: CLI_T_ULLONG)
+#define CLI_FLAG(nm, al, p, v) \
+    .name = (nm), .alt = (al), .kind = CLI_KIND_FLAG, .type = CLI_INT_TYPE(p), .dst = (p), .lo = (v)
+#define CLI_STR(nm, al, p)                                                                    \
+    .name = (nm), .alt = (al), .kind = CLI_KIND_STR,                                          \
+    .type = _Generic((p), const char **: CLI_T_STR), .dst = (p)
+#define CLI_INT(nm, al, p, l, h)                                                              \
+    .name = (nm), .alt = (al), .kind = CLI_KIND_INT, .type = CLI_INT_TYPE(p), .dst = (p),     \
+    .lo = (l), .hi = (h)
+#define CLI_FLOAT(nm, al, p, l, h)                                                            \
+    .name = (nm), .alt = (al), .kind = CLI_KIND_FLOAT,                                        \
+    .type = _Generic((p), float *: CLI_T_FLOAT, double *: CLI_T_DOUBLE), .dst = (p),          \
+    .flo = (l), .fhi = (h)
+#define CLI_LIST(nm, al, p, count, most, l, h)                                                \
+    .name = (nm), .alt = (al), .kind = CLI_KIND_LIST, .type = _Generic((p), long *: CLI_T_LONG), \
+    .dst = (p), .n = (count), .max = (most), .lo = (l), .hi = (h)
+#define CLI_CALL(nm, al, fn, p) .name = (nm), .alt = (al), .kind = CLI_KIND_CALL, .call = (fn), .dst = (p)
+/* The arguments that do not look like an option (a lone "-" does not), in
+ * order, each handed to fn as value (flag NULL); without such an entry they
+ * are unknown options. */
+#define CLI_ARGS(fn, p) .kind = CLI_KIND_ARGS, .call = (fn), .dst = (p)
+/* One such argument into *p (a const char *); a second one is the usage
+ * error "more than one NOUN given". */
+#define CLI_ONE_ARG(noun, p) \
+    .kind = CLI_KIND_ARGS, .name = (noun), .call = cli_one_arg, .dst = _Generic((p), const char **: (p))
+int cli_one_arg(const char *cmd, const cli_opt *o, const char *flag, const char *value);
+
+/* cli_parse's answer when the command should go on; otherwise it returns the
+ * exit code (EXIT_OK after --help, EXIT_USAGE after a printed error). */
+enum { CLI_RUN = -1 };
+int cli_parse(const char *cmd, void (*help)(FILE *f), const cli_opt *opts, int argc, char **argv);
+/* The built-in conversion of o's kind: value into o->dst. 0, or -1 (printed). */
+int cli_opt_value(const char *cmd, const cli_opt *o, const char *flag, const char *value);
+
 /* Reads a whole file (binary-safe). Returns NULL and fills err on failure. */
 char *cli_read_file(const char *path, size_t *len, tg_err *err);
 

@@ -31,28 +31,21 @@ int cmd_attention(int argc, char **argv) {
     long layer = -1, head = -1, query = -1, threads = 1;
     int log_scale = 0, json = 0;
     run_opts ro = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(a, "--log")) { log_scale = 1; continue; }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (strcmp(a, "-m") && strcmp(a, "-p") && strcmp(a, "--layer") && strcmp(a, "--head") &&
-            strcmp(a, "--query") && strcmp(a, "--svg") && strcmp(a, "-t") && strcmp(a, "--isa")) {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
-        }
-        if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
-        if (!strcmp(a, "-m")) model_path = v;
-        else if (!strcmp(a, "-p")) prompt = v;
-        else if (!strcmp(a, "--svg")) svg = v;
-        else if (!strcmp(a, "--isa")) ro.isa = v;
-        else if (!strcmp(a, "--layer") && cli_int(CMD, a, v, 0, 1 << 20, &layer)) return EXIT_USAGE;
-        else if (!strcmp(a, "--head") && cli_int(CMD, a, v, 0, 1 << 20, &head)) return EXIT_USAGE;
-        else if (!strcmp(a, "--query") && cli_int(CMD, a, v, 0, 1 << 24, &query)) return EXIT_USAGE;
-        else if (!strcmp(a, "-t") && cli_int(CMD, a, v, 1, 1024, &threads)) return EXIT_USAGE;
-    }
+    const cli_opt opts[] = {
+        {CLI_STR("-m", NULL, &model_path)},
+        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_INT("--layer", NULL, &layer, 0, 1 << 20)},
+        {CLI_INT("--head", NULL, &head, 0, 1 << 20)},
+        {CLI_INT("--query", NULL, &query, 0, 1 << 24)},
+        {CLI_STR("--svg", NULL, &svg)},
+        {CLI_FLAG("--log", NULL, &log_scale, 1)},
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_STR("--isa", NULL, &ro.isa)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     ro.n_threads = (int)threads;
     run_ctx rc;
     int code = run_open(&rc, CMD, model_path, &ro);

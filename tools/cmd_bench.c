@@ -43,56 +43,32 @@ static void usage_text(FILE *f) {
 }
 
 /* A list flag where 0 alone means "none". */
-static int parse_list(const char *flag, const char *v, long lo, long hi, long *out, int *n) {
-    if (!strcmp(v, "0")) {
-        *n = 0;
-        return 0;
-    }
-    *n = cli_int_list(CMD, flag, v, lo, hi, out, MAX_LIST);
-    return *n < 0 ? -1 : 0;
+static int list_or_none(const char *cmd, const cli_opt *o, const char *flag, const char *v) {
+    if (strcmp(v, "0")) return cli_opt_value(cmd, o, flag, v);
+    *o->n = 0;
+    return 0;
 }
 
+/* CLI_RUN, or the exit code. */
 static int parse_args(int argc, char **argv, bench_args *a) {
     *a = (bench_args){.threads = {1}, .n_threads = 1, .pp = {128}, .n_pp = 1, .tg = {128},
                       .n_tg = 1, .reps = 5, .roofline = 1, .probe_seconds = 1.0};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v;
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-            usage_text(stdout);
-            return -2;
-        } else if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
-            if (!(a->model = cli_value(CMD, argc, argv, &i))) return -1;
-        } else if (!strcmp(f, "--isa")) {
-            if (!(a->isa = cli_value(CMD, argc, argv, &i))) return -1;
-        } else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
-            if (!(v = cli_value(CMD, argc, argv, &i))) return -1;
-            if ((a->n_threads = cli_int_list(CMD, f, v, 1, 256, a->threads, MAX_LIST)) < 0)
-                return -1;
-        } else if (!strcmp(f, "-p") || !strcmp(f, "--n-prompt")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) ||
-                parse_list(f, v, 1, 1 << 20, a->pp, &a->n_pp))
-                return -1;
-        } else if (!strcmp(f, "-n") || !strcmp(f, "--n-gen")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) ||
-                parse_list(f, v, 1, 1 << 20, a->tg, &a->n_tg))
-                return -1;
-        } else if (!strcmp(f, "-r") || !strcmp(f, "--repetitions")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 1, MAX_REPS, &a->reps))
-                return -1;
-        } else if (!strcmp(f, "--probe-seconds")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) ||
-                cli_float(CMD, f, v, 0.01, 60, &a->probe_seconds))
-                return -1;
-        } else if (!strcmp(f, "--json")) {
-            a->json = 1;
-        } else if (!strcmp(f, "--no-roofline")) {
-            a->roofline = 0;
-        } else {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt bench --help)", f), -1;
-        }
-    }
-    if (!a->n_pp && !a->n_tg) return cli_usage(CMD, "nothing to run: -p 0 and -n 0"), -1;
-    return 0;
+    const cli_opt opts[] = {
+        {CLI_STR("-m", "--model", &a->model)},
+        {CLI_STR("--isa", NULL, &a->isa)},
+        {CLI_LIST("-t", "--threads", a->threads, &a->n_threads, MAX_LIST, 1, 256)},
+        {CLI_LIST("-p", "--n-prompt", a->pp, &a->n_pp, MAX_LIST, 1, 1 << 20), .call = list_or_none},
+        {CLI_LIST("-n", "--n-gen", a->tg, &a->n_tg, MAX_LIST, 1, 1 << 20), .call = list_or_none},
+        {CLI_INT("-r", "--repetitions", &a->reps, 1, MAX_REPS)},
+        {CLI_FLOAT("--probe-seconds", NULL, &a->probe_seconds, 0.01, 60)},
+        {CLI_FLAG("--json", NULL, &a->json, 1)},
+        {CLI_FLAG("--no-roofline", NULL, &a->roofline, 0)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, usage_text, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
+    if (!a->n_pp && !a->n_tg) return cli_usage(CMD, "nothing to run: -p 0 and -n 0");
+    return CLI_RUN;
 }
 
 typedef struct bench_row {
@@ -185,8 +161,7 @@ static void print_json_row(const bench_row *r, int first) {
 int cmd_bench(int argc, char **argv) {
     bench_args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc == -2) return EXIT_OK;
-    if (rc) return EXIT_USAGE;
+    if (rc != CLI_RUN) return rc;
     tg_err err;
     tg_isa isa;
     if (tg_isa_select(a.isa, &isa, &err)) return cli_usage(CMD, "%s", err.msg);

@@ -581,40 +581,37 @@ static int write_maps(side *s, const char *dir, const char *prompt, tg_err *err)
     return st;
 }
 
+/* A and B; a lone "-" is no model name. */
+static int take_model(const char *cmd, const cli_opt *o, const char *flag, const char *a) {
+    (void)flag;
+    const char **paths = o->dst;
+    if (a[0] == '-') return 1;
+    if (*o->n == 2) return cli_usage(cmd, "three models given ('%s'); compare takes two", a), -1;
+    paths[(*o->n)++] = a;
+    return 0;
+}
+
 int cmd_compare(int argc, char **argv) {
     const char *paths[2] = {NULL, NULL}, *text_path = NULL, *prompt = DEFAULT_PROMPT, *svg = NULL;
     long ctx = 0, threads = 1, head_tokens = 2048, seed = 1;
     int json = 0, do_agree = 1, n_paths = 0;
     run_opts ro = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--no-agreement")) { do_agree = 0; continue; }
-        if (a[0] != '-') {
-            if (n_paths == 2) return cli_usage(CMD, "three models given ('%s'); compare takes two", a);
-            paths[n_paths++] = a;
-            continue;
-        }
-        if (strcmp(a, "-f") && strcmp(a, "-p") && strcmp(a, "--ctx") && strcmp(a, "--svg") &&
-            strcmp(a, "-t") && strcmp(a, "--isa") && strcmp(a, "--head-tokens") &&
-            strcmp(a, "--seed")) {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
-        }
-        if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
-        if (!strcmp(a, "-f")) text_path = v;
-        else if (!strcmp(a, "-p")) prompt = v;
-        else if (!strcmp(a, "--svg")) svg = v;
-        else if (!strcmp(a, "--isa")) ro.isa = v;
-        else if (!strcmp(a, "--ctx") && cli_int(CMD, a, v, 2, 1 << 24, &ctx)) return EXIT_USAGE;
-        else if (!strcmp(a, "-t") && cli_int(CMD, a, v, 1, 1024, &threads)) return EXIT_USAGE;
-        else if (!strcmp(a, "--head-tokens") && cli_int(CMD, a, v, 2, 10000000, &head_tokens))
-            return EXIT_USAGE;
-        else if (!strcmp(a, "--seed") && cli_int(CMD, a, v, 0, 0x7fffffffL, &seed)) return EXIT_USAGE;
-    }
+    const cli_opt opts[] = {
+        {CLI_STR("-f", NULL, &text_path)},
+        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
+        {CLI_STR("--svg", NULL, &svg)},
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {CLI_INT("--head-tokens", NULL, &head_tokens, 2, 10000000)},
+        {CLI_INT("--seed", NULL, &seed, 0, 0x7fffffffL)},
+        {CLI_FLAG("--no-agreement", NULL, &do_agree, 0)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_STR("--isa", NULL, &ro.isa)},
+        {CLI_ARGS(take_model, paths), .n = &n_paths},
+        {0},
+    };
+    int parsed = cli_parse(CMD, help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (n_paths != 2) return cli_usage(CMD, "two models are needed (tinygpt compare A B -f TEXT)");
     if (!text_path) return cli_usage(CMD, "-f TEXT is required (the text both models are scored on)");
     ro.n_threads = (int)threads;

@@ -11,26 +11,18 @@ static const char *usage_text =
     "  DIR   a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
     "        vocab.json, merges.txt) or a GGUF file to re-encode\n";
 
+static void help(FILE *f) { fputs(usage_text, f); }
+
 int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *dtype_s = "f32";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!(out = cli_value("convert", argc, argv, &i))) return EXIT_USAGE;
-        } else if (!strcmp(a, "--dtype")) {
-            if (!(dtype_s = cli_value("convert", argc, argv, &i))) return EXIT_USAGE;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage("convert", "unknown option '%s' (see tinygpt convert --help)", a);
-        } else if (in) {
-            return cli_usage("convert", "more than one input given (see tinygpt convert --help)");
-        } else {
-            in = a;
-        }
-    }
+    const cli_opt opts[] = {
+        {CLI_STR("-o", "--output", &out)},
+        {CLI_STR("--dtype", NULL, &dtype_s)},
+        {CLI_ONE_ARG("input", &in)},
+        {0},
+    };
+    int parsed = cli_parse("convert", help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (!in || !out) return cli_usage("convert", "an input and -o OUT.gguf are required (see tinygpt convert --help)");
     tg_dtype dtype;
     if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;

@@ -44,26 +44,17 @@ int cmd_eval(int argc, char **argv) {
     long ctx = 0, threads = 1;
     int json = 0;
     run_opts ro = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return EXIT_OK;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-            continue;
-        }
-        if (strcmp(a, "-m") && strcmp(a, "-f") && strcmp(a, "--ctx") && strcmp(a, "-t") &&
-            strcmp(a, "--isa")) {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
-        }
-        if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
-        if (!strcmp(a, "-m")) model_path = v;
-        else if (!strcmp(a, "-f")) text_path = v;
-        else if (!strcmp(a, "--isa")) ro.isa = v;
-        else if (!strcmp(a, "--ctx") && cli_int(CMD, a, v, 2, 1 << 24, &ctx)) return EXIT_USAGE;
-        else if (!strcmp(a, "-t") && cli_int(CMD, a, v, 1, 1024, &threads)) return EXIT_USAGE;
-    }
+    const cli_opt opts[] = {
+        {CLI_STR("-m", NULL, &model_path)},
+        {CLI_STR("-f", NULL, &text_path)},
+        {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_STR("--isa", NULL, &ro.isa)},
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (!text_path) return cli_usage(CMD, "-f TEXT is required (the text to score)");
     ro.n_threads = (int)threads;
 

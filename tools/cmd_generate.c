@@ -47,14 +47,19 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
-static int parse_seed(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (!s || !*s || *s == '-') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || errno) return -1;
-    *out = (uint64_t)v;
-    return 0;
+/* --seed takes the whole uint64 range, beyond cli_int's long. */
+static int parse_seed(const char *cmd, const cli_opt *o, const char *flag, const char *s) {
+    if (*s && *s != '-') {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (!*end && !errno) {
+            *(uint64_t *)o->dst = (uint64_t)v;
+            return 0;
+        }
+    }
+    cli_usage(cmd, "%s: '%s' is not an integer in [0, 18446744073709551615]", flag, s);
+    return -1;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -64,69 +69,28 @@ int cmd_generate(int argc, char **argv) {
     uint64_t seed = 0;
     int have_seed = 0, ignore_eos = 0, truncate = 0, echo = 1;
     run_opts ro = {0};
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-#define VALUE() \
-    if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return EXIT_OK;
-        } else if (!strcmp(a, "-m")) {
-            VALUE();
-            model_path = v;
-        } else if (!strcmp(a, "-p")) {
-            VALUE();
-            prompt = v;
-        } else if (!strcmp(a, "-f")) {
-            VALUE();
-            prompt_file = v;
-        } else if (!strcmp(a, "-n")) {
-            VALUE();
-            if (cli_int(CMD, a, v, 0, 1000000, &n_gen)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--temp")) {
-            VALUE();
-            if (cli_float(CMD, a, v, 0, 100, &temp)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--top-k")) {
-            VALUE();
-            if (cli_int(CMD, a, v, 0, 1000000, &top_k)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--top-p")) {
-            VALUE();
-            if (cli_float(CMD, a, v, 0, 1, &top_p)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--min-p")) {
-            VALUE();
-            if (cli_float(CMD, a, v, 0, 1, &min_p)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            VALUE();
-            if (cli_float(CMD, a, v, 1, 10, &penalty)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--repeat-window")) {
-            VALUE();
-            if (cli_int(CMD, a, v, 0, 1 << 20, &window)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--seed")) {
-            VALUE();
-            if (parse_seed(v, &seed))
-                return cli_usage(CMD, "--seed: '%s' is not an integer in [0, 18446744073709551615]", v);
-            have_seed = 1;
-        } else if (!strcmp(a, "-t")) {
-            VALUE();
-            if (cli_int(CMD, a, v, 1, 1024, &threads)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--isa")) {
-            VALUE();
-            ro.isa = v;
-        } else if (!strcmp(a, "--ctx")) {
-            VALUE();
-            if (cli_int(CMD, a, v, 1, 1 << 24, &ctx)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--ignore-eos")) {
-            ignore_eos = 1;
-        } else if (!strcmp(a, "--truncate")) {
-            truncate = 1;
-        } else if (!strcmp(a, "--no-echo")) {
-            echo = 0;
-        } else {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
-        }
-#undef VALUE
-    }
+    const cli_opt opts[] = {
+        {CLI_STR("-m", NULL, &model_path)},
+        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_STR("-f", NULL, &prompt_file)},
+        {CLI_INT("-n", NULL, &n_gen, 0, 1000000)},
+        {CLI_FLOAT("--temp", NULL, &temp, 0, 100)},
+        {CLI_INT("--top-k", NULL, &top_k, 0, 1000000)},
+        {CLI_FLOAT("--top-p", NULL, &top_p, 0, 1)},
+        {CLI_FLOAT("--min-p", NULL, &min_p, 0, 1)},
+        {CLI_FLOAT("--repeat-penalty", NULL, &penalty, 1, 10)},
+        {CLI_INT("--repeat-window", NULL, &window, 0, 1 << 20)},
+        {CLI_CALL("--seed", NULL, parse_seed, &seed), .seen = &have_seed},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_STR("--isa", NULL, &ro.isa)},
+        {CLI_INT("--ctx", NULL, &ctx, 1, 1 << 24)},
+        {CLI_FLAG("--ignore-eos", NULL, &ignore_eos, 1)},
+        {CLI_FLAG("--truncate", NULL, &truncate, 1)},
+        {CLI_FLAG("--no-echo", NULL, &echo, 0)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (prompt && prompt_file) return cli_usage(CMD, "give the prompt with -p or -f, not both");
     if (!have_seed) seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     ro.n_threads = (int)threads;

@@ -42,31 +42,26 @@ static void fill_const(float *x, size_t n, float v) {
     for (size_t i = 0; i < n; i++) x[i] = v;
 }
 
+static void help(FILE *f) { fputs(usage_text, f); }
+
 int cmd_init(int argc, char **argv) {
     long L = 0, H = 0, E = 0, C = 0, seed = 1;
     const char *vocab_from = NULL, *out = NULL, *dtype_s = "f32";
     int byte_vocab = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(a, "--byte-vocab")) {
-            byte_vocab = 1;
-            continue;
-        }
-        if (!(v = cli_value("init", argc, argv, &i))) return EXIT_USAGE;
-        if (!strcmp(a, "--layers")) { if (cli_int("init", a, v, 1, 1024, &L)) return EXIT_USAGE; }
-        else if (!strcmp(a, "--heads")) { if (cli_int("init", a, v, 1, 1024, &H)) return EXIT_USAGE; }
-        else if (!strcmp(a, "--embd")) { if (cli_int("init", a, v, 1, 65536, &E)) return EXIT_USAGE; }
-        else if (!strcmp(a, "--ctx")) { if (cli_int("init", a, v, 1, 1 << 20, &C)) return EXIT_USAGE; }
-        else if (!strcmp(a, "--seed")) { if (cli_int("init", a, v, 0, INT64_MAX, &seed)) return EXIT_USAGE; }
-        else if (!strcmp(a, "--vocab-from")) vocab_from = v;
-        else if (!strcmp(a, "--dtype")) dtype_s = v;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out = v;
-        else return cli_usage("init", "unknown option '%s' (see tinygpt init --help)", a);
-    }
+    const cli_opt opts[] = {
+        {CLI_INT("--layers", NULL, &L, 1, 1024)},
+        {CLI_INT("--heads", NULL, &H, 1, 1024)},
+        {CLI_INT("--embd", NULL, &E, 1, 65536)},
+        {CLI_INT("--ctx", NULL, &C, 1, 1 << 20)},
+        {CLI_INT("--seed", NULL, &seed, 0, INT64_MAX)},
+        {CLI_STR("--vocab-from", NULL, &vocab_from)},
+        {CLI_FLAG("--byte-vocab", NULL, &byte_vocab, 1)},
+        {CLI_STR("--dtype", NULL, &dtype_s)},
+        {CLI_STR("-o", "--output", &out)},
+        {0},
+    };
+    int parsed = cli_parse("init", help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (!L || !H || !E || !C) return cli_usage("init", "--layers, --heads, --embd and --ctx are required (see tinygpt init --help)");
     if (!out) return cli_usage("init", "-o OUT.gguf is required");
     if (!!vocab_from == byte_vocab) return cli_usage("init", "give exactly one of --vocab-from PATH and --byte-vocab");

@@ -211,19 +211,18 @@ static int print_json(report *r) {
     return r->problem[0] ? EXIT_RUNTIME : EXIT_OK;
 }
 
+static void help(FILE *f) { fputs(usage_text, f); }
+
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_text, stdout);
-            return EXIT_OK;
-        }
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("inspect", "unknown option '%s' (see tinygpt inspect --help)", argv[i]);
-        else if (path) return cli_usage("inspect", "more than one PATH given (see tinygpt inspect --help)");
-        else path = argv[i];
-    }
+    const cli_opt opts[] = {
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {CLI_ONE_ARG("PATH", &path)},
+        {0},
+    };
+    int parsed = cli_parse("inspect", help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (!path) return cli_usage("inspect", "a PATH is needed (see tinygpt inspect --help)");
 
     report r = {0};

@@ -58,75 +58,47 @@ static void usage_text(FILE *f) {
             "  --trace FILE.json  Chrome trace events (ui.perfetto.dev): one track per thread\n");
 }
 
+/* --json or --csv, at once an error when the other one was given before */
+static int set_format(const char *cmd, const cli_opt *o, const char *flag, const char *v) {
+    int *format = o->dst;
+    if (*format != FMT_TEXT && *format != o->lo)
+        return cli_usage(cmd, "--json and --csv are exclusive"), -1;
+    return cli_opt_value(cmd, o, flag, v);
+}
+
+/* CLI_RUN, or the exit code. */
 static int parse_args(int argc, char **argv, profile_args *a) {
     *a = (profile_args){.prompt_tokens = -1, .gen = 32, .threads = 1, .sweep_steps = 8, .reps = 1,
                         .roofline = 1, .probe_seconds = 1.0};
-    int fmt_set = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v;
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-            usage_text(stdout);
-            return -2;
-        } else if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
-            if (!(a->model = cli_value(CMD, argc, argv, &i))) return -1;
-        } else if (!strcmp(f, "--isa")) {
-            if (!(a->isa = cli_value(CMD, argc, argv, &i))) return -1;
-        } else if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) {
-            if (!(a->prompt = cli_value(CMD, argc, argv, &i))) return -1;
-        } else if (!strcmp(f, "--trace")) {
-            if (!(a->trace = cli_value(CMD, argc, argv, &i))) return -1;
-        } else if (!strcmp(f, "--prompt-tokens")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) ||
-                cli_int(CMD, f, v, 1, 1 << 20, &a->prompt_tokens))
-                return -1;
-        } else if (!strcmp(f, "-n") || !strcmp(f, "--gen")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 0, 1 << 20, &a->gen))
-                return -1;
-        } else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 1, 256, &a->threads))
-                return -1;
-        } else if (!strcmp(f, "-r") || !strcmp(f, "--repeat")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 1, 10000, &a->reps))
-                return -1;
-        } else if (!strcmp(f, "--sweep-steps")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) ||
-                cli_int(CMD, f, v, 1, 100000, &a->sweep_steps))
-                return -1;
-        } else if (!strcmp(f, "--seed")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) || cli_int(CMD, f, v, 0, 1L << 62, &a->seed))
-                return -1;
-        } else if (!strcmp(f, "--probe-seconds")) {
-            if (!(v = cli_value(CMD, argc, argv, &i)) ||
-                cli_float(CMD, f, v, 0.01, 60, &a->probe_seconds))
-                return -1;
-        } else if (!strcmp(f, "--ctx-sweep")) {
-            if (!(v = cli_value(CMD, argc, argv, &i))) return -1;
-            if ((a->n_sweep = cli_int_list(CMD, f, v, 1, 1 << 20, a->sweep, MAX_SWEEP)) < 0)
-                return -1;
-        } else if (!strcmp(f, "--per-layer")) {
-            a->per_layer = 1;
-        } else if (!strcmp(f, "--per-head")) {
-            a->per_head = 1;
-        } else if (!strcmp(f, "--no-roofline")) {
-            a->roofline = 0;
-        } else if (!strcmp(f, "--json") || !strcmp(f, "--csv")) {
-            int fmt = !strcmp(f, "--json") ? FMT_JSON : FMT_CSV;
-            if (fmt_set && a->format != fmt)
-                return cli_usage(CMD, "--json and --csv are exclusive"), -1;
-            a->format = fmt;
-            fmt_set = 1;
-        } else {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt profile --help)", f), -1;
-        }
-    }
+    const cli_opt opts[] = {
+        {CLI_STR("-m", "--model", &a->model)},
+        {CLI_STR("--isa", NULL, &a->isa)},
+        {CLI_STR("-p", "--prompt", &a->prompt)},
+        {CLI_STR("--trace", NULL, &a->trace)},
+        {CLI_INT("--prompt-tokens", NULL, &a->prompt_tokens, 1, 1 << 20)},
+        {CLI_INT("-n", "--gen", &a->gen, 0, 1 << 20)},
+        {CLI_INT("-t", "--threads", &a->threads, 1, 256)},
+        {CLI_INT("-r", "--repeat", &a->reps, 1, 10000)},
+        {CLI_INT("--sweep-steps", NULL, &a->sweep_steps, 1, 100000)},
+        {CLI_INT("--seed", NULL, &a->seed, 0, 1L << 62)},
+        {CLI_FLOAT("--probe-seconds", NULL, &a->probe_seconds, 0.01, 60)},
+        {CLI_LIST("--ctx-sweep", NULL, a->sweep, &a->n_sweep, MAX_SWEEP, 1, 1 << 20)},
+        {CLI_FLAG("--per-layer", NULL, &a->per_layer, 1)},
+        {CLI_FLAG("--per-head", NULL, &a->per_head, 1)},
+        {CLI_FLAG("--no-roofline", NULL, &a->roofline, 0)},
+        {CLI_FLAG("--json", NULL, &a->format, FMT_JSON), .call = set_format},
+        {CLI_FLAG("--csv", NULL, &a->format, FMT_CSV), .call = set_format},
+        {0},
+    };
+    int parsed = cli_parse(CMD, usage_text, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (a->prompt && a->prompt_tokens >= 0)
-        return cli_usage(CMD, "-p and --prompt-tokens are exclusive"), -1;
-    if (a->prompt && !*a->prompt) return cli_usage(CMD, "-p: the prompt is empty"), -1;
-    if (a->prompt && a->n_sweep)
-        return cli_usage(CMD, "--ctx-sweep uses random tokens: drop -p"), -1;
+        return cli_usage(CMD, "-p and --prompt-tokens are exclusive");
+    if (a->prompt && !*a->prompt) return cli_usage(CMD, "-p: the prompt is empty");
+    if (a->prompt && a->n_sweep) return cli_usage(CMD, "--ctx-sweep uses random tokens: drop -p");
     if (a->trace && a->n_sweep)
-        return cli_usage(CMD, "--trace traces a prefill + decode run, not --ctx-sweep"), -1;
-    return 0;
+        return cli_usage(CMD, "--trace traces a prefill + decode run, not --ctx-sweep");
+    return CLI_RUN;
 }
 
 /* The prompt's token ids (malloc'd) with the model's tokenizer. */
@@ -623,8 +595,7 @@ static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f)
 int cmd_profile(int argc, char **argv) {
     profile_args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc == -2) return EXIT_OK;
-    if (rc) return EXIT_USAGE;
+    if (rc != CLI_RUN) return rc;
     if (a.n_sweep) {
         qsort(a.sweep, (size_t)a.n_sweep, sizeof a.sweep[0], cmp_long);
         for (int i = 1; i < a.n_sweep; i++)

@@ -80,26 +80,17 @@ static void put_json_str(FILE *f, const char *s) {
 int cmd_tokenize(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *file = NULL;
     int json = 0, verbose = 0, parse_special = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return EXIT_OK;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--verbose")) {
-            verbose = 1;
-        } else if (!strcmp(a, "--no-parse-special")) {
-            parse_special = 0;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f")) {
-            if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
-            if (a[1] == 'm') model_path = v;
-            else if (a[1] == 'p') prompt = v;
-            else file = v;
-        } else {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
-        }
-    }
+    const cli_opt opts[] = {
+        {CLI_STR("-m", NULL, &model_path)},
+        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_STR("-f", NULL, &file)},
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {CLI_FLAG("--verbose", NULL, &verbose, 1)},
+        {CLI_FLAG("--no-parse-special", NULL, &parse_special, 0)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
     if (!prompt == !file) return cli_usage(CMD, "give the text with exactly one of -p TEXT or -f FILE");
     if (!model_path && !(model_path = cli_default_model()))
         return cli_error(CMD, "no model given and the default model weights/shakespeare-4h.gguf is not "

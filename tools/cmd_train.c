@@ -366,12 +366,6 @@ static void progress(const run *r, int tty, float loss, float val, double tok_s,
 
 /* ---- the command --------------------------------------------------------------- */
 
-static int set_flag(const char *a, const char *const *names, int n) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(a, names[i])) return 1;
-    return 0;
-}
-
 int cmd_train(int argc, char **argv) {
     train_opts o = {.layers = 4, .heads = 4, .embd = 128, .ctx = 256, .vocab = 1024, .batch = 8,
                     .steps = 1000, .warmup = -1, .eval_every = 100, .save_every = -1, .seed = 1,
@@ -380,69 +374,38 @@ int cmd_train(int argc, char **argv) {
     const char *text_path = NULL, *out = NULL, *tok_from = NULL, *resume = NULL;
     long threads = 1, stop_at = -1;
     int n_model_flags = 0, vocab_set = 0;
-    static const char *const model_flags[] = {
-        "--layers", "--heads", "--embd", "--ctx", "--vocab", "--tokenizer-from", "--batch",
-        "--steps", "--lr", "--lr-min", "--warmup", "--weight-decay", "--grad-clip", "--seed",
-        "--val-frac", "--eval-every", "--save-every", "--f16"};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        long n;
-        double d;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return EXIT_OK;
-        }
-        if (set_flag(a, model_flags, sizeof model_flags / sizeof *model_flags)) n_model_flags++;
-        if (!strcmp(a, "--vocab")) vocab_set = 1;
-        if (!strcmp(a, "--f16")) {
-            o.f16 = 1;
-            continue;
-        }
-        static const char *const with_value[] = {
-            "-f", "-o", "--layers", "--heads", "--embd", "--ctx", "--vocab", "--tokenizer-from",
-            "--batch", "--steps", "--lr", "--lr-min", "--warmup", "--weight-decay", "--grad-clip",
-            "--seed", "--val-frac", "--eval-every", "--save-every", "--resume", "--stop-at", "-t"};
-        if (!set_flag(a, with_value, sizeof with_value / sizeof *with_value)) {
-            return cli_usage(CMD, "unknown option '%s' (see tinygpt %s --help)", a, CMD);
-        }
-        if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
-#define INT_FLAG(name, lo, hi, field)                                      \
-    if (!strcmp(a, name)) {                                                \
-        if (cli_int(CMD, name, v, lo, hi, &n) < 0) return EXIT_USAGE;      \
-        field = n;                                                         \
-        continue;                                                          \
-    }
-#define FLOAT_FLAG(name, lo, hi, field)                                    \
-    if (!strcmp(a, name)) {                                                \
-        if (cli_float(CMD, name, v, lo, hi, &d) < 0) return EXIT_USAGE;    \
-        field = (float)d;                                                  \
-        continue;                                                          \
-    }
-        if (!strcmp(a, "-f")) text_path = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "--tokenizer-from")) tok_from = v;
-        else if (!strcmp(a, "--resume")) resume = v;
-        else {
-            INT_FLAG("--layers", 1, 64, o.layers)
-            INT_FLAG("--heads", 1, 256, o.heads)
-            INT_FLAG("--embd", 1, 4096, o.embd)
-            INT_FLAG("--ctx", 2, 8192, o.ctx)
-            INT_FLAG("--vocab", TG_BPE_MIN_VOCAB, 65536, o.vocab)
-            INT_FLAG("--batch", 1, 256, o.batch)
-            INT_FLAG("--steps", 1, 100000000, o.steps)
-            INT_FLAG("--warmup", 0, 100000000, o.warmup)
-            INT_FLAG("--eval-every", 1, 100000000, o.eval_every)
-            INT_FLAG("--save-every", 1, 100000000, o.save_every)
-            INT_FLAG("--seed", 0, 4294967295L, o.seed)
-            INT_FLAG("--stop-at", 1, 100000000, stop_at)
-            INT_FLAG("-t", 1, 1024, threads)
-            FLOAT_FLAG("--lr", 1e-9, 10.0, o.lr)
-            FLOAT_FLAG("--lr-min", 0.0, 10.0, o.lr_min)
-            FLOAT_FLAG("--weight-decay", 0.0, 10.0, o.weight_decay)
-            FLOAT_FLAG("--grad-clip", 0.0, 1e6, o.grad_clip)
-            FLOAT_FLAG("--val-frac", 0.0, 0.5, o.val_frac)
-        }
-    }
+    /* CKPT: the options a checkpoint fixes, which --resume does not take */
+#define CKPT .seen = &n_model_flags
+    const cli_opt opts[] = {
+        {CLI_STR("-f", NULL, &text_path)},
+        {CLI_STR("-o", NULL, &out)},
+        {CLI_INT("--layers", NULL, &o.layers, 1, 64), CKPT},
+        {CLI_INT("--heads", NULL, &o.heads, 1, 256), CKPT},
+        {CLI_INT("--embd", NULL, &o.embd, 1, 4096), CKPT},
+        {CLI_INT("--ctx", NULL, &o.ctx, 2, 8192), CKPT},
+        {CLI_INT("--vocab", NULL, &o.vocab, TG_BPE_MIN_VOCAB, 65536), .seen = &vocab_set},
+        {CLI_STR("--tokenizer-from", NULL, &tok_from), CKPT},
+        {CLI_INT("--batch", NULL, &o.batch, 1, 256), CKPT},
+        {CLI_INT("--steps", NULL, &o.steps, 1, 100000000), CKPT},
+        {CLI_FLOAT("--lr", NULL, &o.lr, 1e-9, 10.0), CKPT},
+        {CLI_FLOAT("--lr-min", NULL, &o.lr_min, 0.0, 10.0), CKPT},
+        {CLI_INT("--warmup", NULL, &o.warmup, 0, 100000000), CKPT},
+        {CLI_FLOAT("--weight-decay", NULL, &o.weight_decay, 0.0, 10.0), CKPT},
+        {CLI_FLOAT("--grad-clip", NULL, &o.grad_clip, 0.0, 1e6), CKPT},
+        {CLI_INT("--seed", NULL, &o.seed, 0, 4294967295L), CKPT},
+        {CLI_FLOAT("--val-frac", NULL, &o.val_frac, 0.0, 0.5), CKPT},
+        {CLI_INT("--eval-every", NULL, &o.eval_every, 1, 100000000), CKPT},
+        {CLI_INT("--save-every", NULL, &o.save_every, 1, 100000000), CKPT},
+        {CLI_FLAG("--f16", NULL, &o.f16, 1), CKPT},
+        {CLI_STR("--resume", NULL, &resume)},
+        {CLI_INT("--stop-at", NULL, &stop_at, 1, 100000000)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {0},
+    };
+#undef CKPT
+    int parsed = cli_parse(CMD, help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
+    n_model_flags += vocab_set; /* --vocab is one of them too */
     if (!text_path) return cli_usage(CMD, "-f TEXT is required");
     if (!out) return cli_usage(CMD, "-o OUT.gguf is required");
     if (resume && n_model_flags)
