@@ -164,9 +164,8 @@ int cmd_bench(int argc, char **argv) {
     if (rc != CLI_RUN) return rc;
     tg_err err;
     tg_isa isa;
-    if (tg_isa_select(a.isa, &isa, &err)) return cli_usage(CMD, "%s", err.msg);
     tg_gpt2_model m;
-    if ((rc = perf_load(CMD, a.model, &m))) return rc;
+    if ((rc = perf_load(CMD, a.isa, a.model, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
     long max_n = 1;
     for (int i = 0; i < a.n_pp; i++) max_n = a.pp[i] > max_n ? a.pp[i] : max_n;

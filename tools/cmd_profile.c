@@ -604,10 +604,8 @@ int cmd_profile(int argc, char **argv) {
     }
     tg_err err;
     tg_isa isa;
-    if (tg_isa_select(a.isa, &isa, &err)) return cli_usage(CMD, "%s", err.msg);
-
     tg_gpt2_model m;
-    if ((rc = perf_load(CMD, a.model, &m))) return rc;
+    if ((rc = perf_load(CMD, a.isa, a.model, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
     int *prompt = NULL;
     /* Validate lengths against the model before any work. */

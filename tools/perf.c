@@ -23,12 +23,14 @@ void perf_tokens(int *tokens, int n, int n_vocab, uint64_t seed) {
     }
 }
 
-int perf_load(const char *cmd, const char *path, tg_gpt2_model *m) {
+int perf_load(const char *cmd, const char *isa_name, const char *path, tg_isa *isa,
+              tg_gpt2_model *m) {
+    tg_err err;
+    if (tg_isa_select(isa_name, isa, &err)) return cli_usage(cmd, "%s", err.msg);
     if (!path) path = cli_default_model();
     if (!path)
         return cli_error(cmd, "no model: pass -m MODEL.gguf (weights/shakespeare-4h.gguf "
                               "was not found)");
-    tg_err err;
     if (tg_gpt2_load(m, path, 0, &err) != TG_OK) return cli_error(cmd, "%s", err.msg);
     if (!m->has_weights) {
         tg_gpt2_free(m);

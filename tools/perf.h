@@ -16,9 +16,12 @@ double perf_now(void); /* monotonic seconds */
 /* tokens[n] uniform in [0, V), from a fixed-seed generator. */
 void perf_tokens(int *tokens, int n, int n_vocab, uint64_t seed);
 
-/* Loads `path` (or the default model when NULL) and reports failures as
- * runtime errors of `cmd`. Returns an exit code (EXIT_OK on success). */
-int perf_load(const char *cmd, const char *path, tg_gpt2_model *m);
+/* Picks the ISA named by --isa (NULL: $TINYGPT_ISA or the best; a bad name
+ * is a usage error), then loads `path` (or the default model when NULL),
+ * reporting failures as runtime errors of `cmd`. Returns an exit code
+ * (EXIT_OK on success). */
+int perf_load(const char *cmd, const char *isa_name, const char *path, tg_isa *isa,
+              tg_gpt2_model *m);
 
 /* Runs the two machine probes on a pool of nth threads, `seconds` each,
  * for `isa`, noting it on stderr. Returns an exit code. */

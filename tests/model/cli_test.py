@@ -251,6 +251,10 @@ def main():
             (["--bogus"], "unknown option"), (["-n"], "needs a value"),
             (["-p", "a", "-f", pf], "not both"),
             (["--ctx", "65"], "[1, 64]"),
+            # the option parser (tools/cli.c): left to right, the flag named as typed
+            (["--seed"], "--seed needs a value"), (["--top-k", "1e3"], "--top-k: '1e3'"),
+            (["--bogus", "--help"], "unknown option '--bogus'"), (["-n", "-h"], "-n: '-h'"),
+            (["--no-echo", "x"], "unknown option 'x'"), (["-"], "unknown option '-'"),
         ]
         for args, needle in usage:
             ck.expect_fail(2, [needle], "generate", "-m", gg, *args)

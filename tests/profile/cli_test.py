@@ -328,6 +328,14 @@ def main():
             ["bench", "-m", model, "-p", "0", "-n", "0"],
             ["bench", "-m", model, "-n", "97"],
             ["bench", "-m", model, "--frobnicate"],
+            # the option parser (tools/cli.c)
+            ["bench", "-m", model, "--threads", "1,,2"],
+            ["bench", "-m", model, "-p", "0,5"],
+            ["bench", "-m", model, "-t", ",".join(["1"] * 17)],
+            ["bench", "-m", model, "--n-gen"],
+            ["profile", "-m", model, "--csv", "--json"],
+            ["profile", "-m", model, "--probe-seconds", "0.001"],
+            ["profile", "-m", model, "--per-head", "extra"],
         ]
         for args in bad:
             r = run(args, expect=2)

@@ -88,6 +88,13 @@ with tempfile.TemporaryDirectory() as tmp:
         (["convert", tmp], b"required"),
         (["convert", tmp, "-o", m, "--dtype", "f8"], b"--dtype"),
         (["convert", tmp, "-o", m, "--what"], b"unknown option"),
+        # the option parser (tools/cli.c)
+        (["inspect", "--bogus", "--help"], b"unknown option '--bogus'"),
+        (["inspect", "-", m], b"more than one PATH"),
+        (["convert", tmp, "--output"], b"--output needs a value"),
+        (["convert", tmp, tmp, "-o", m], b"more than one input"),
+        (base + ["-o", m, "--bogus"], b"unknown option '--bogus'"),
+        (base + ["--layers", "1025", "-o", m], b"--layers: '1025' is not an integer in [1, 1024]"),
     ]:
         expect(args, 2, needle)
         check(not os.path.exists(m), f"{args}: wrote {m}")
