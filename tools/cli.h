@@ -30,13 +30,18 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 /* ---- option tables -------------------------------------------------------
  * A command lists its options once, as a table ended by {0}:
  *
- *     cli_opt opts[] = {
+ *     const cli_opt opts[] = {
  *         {CLI_STR("-m", "--model", &model)},
  *         {CLI_INT("-n", NULL, &n_gen, 0, 1000000)},
- *         {CLI_FLAG("--no-echo", NULL, &echo, 0)},
+ *         {CLI_FLAG("--no-echo", NULL, &echo, 0), .seen = &n_echo_flags},
  *         {0},
  *     };
- *     if ((rc = cli_parse(CMD, help, opts, argc, argv)) != CLI_RUN) return rc;
+ *     int parsed = cli_parse(CMD, help, opts, argc, argv);
+ *     if (parsed != CLI_RUN) return parsed;
+ *
+ * Each CLI_ macro fills the fields of one entry and leaves the braces to the
+ * table, so that an entry can add .seen or .call. The ranges must fit the
+ * type the destination has.
  *
  * cli_parse reads argv[1..] left to right, so the first problem is the one
  * reported. -h/--help prints help(stdout) and stops; a valued option takes
