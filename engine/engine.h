@@ -52,6 +52,8 @@ tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err);
 
 /* The per-step scalars of the adamw kernel (bias corrections folded in:
  * step = lr / (1 - β1^t), bc2s = √(1 - β2^t)). */
+typedef enum tg_tri { TG_TRI_NONE, TG_TRI_C_LOWER, TG_TRI_A_LOWER, TG_TRI_A_UPPER } tg_tri;
+
 typedef struct tg_adamw_coef {
     float gscale, decay, beta1, beta2, step, bc2s, eps;
 } tg_adamw_coef;
@@ -114,10 +116,17 @@ typedef struct tg_kernels {
      * element is one running sum from S over k in ascending order whatever m0/m1,
      * so results do not depend on how rows are split over threads. ws is
      * scratch of TG_GEMM_WS floats. Training's matmuls are all this kernel:
-     * Y = X·Wᵀ, dX = dY·W, dW += dYᵀ·X, and attention's Q·Kᵀ, P·V, ... */
+     * Y = X·Wᵀ, dX = dY·W, dW += dYᵀ·X, and attention's Q·Kᵀ, P·V, ...
+     * tri (tg_tri) serves causal attention:
+     *   TG_TRI_C_LOWER  only C[m][n] with n <= m is computed; the rest of C
+     *                   is not touched (Q·Kᵀ, dY·Vᵀ)
+     *   TG_TRI_A_LOWER  A[m][k] is taken as 0 for k > m, whatever is stored
+     *                   there: sums run over k <= m (P·V, dS·K)
+     *   TG_TRI_A_UPPER  A[m][k] is taken as 0 for k < m: sums run over
+     *                   k >= m (dSᵀ·Q, Pᵀ·dY) */
     void (*gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
                  const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K,
-                 int m0, int m1, int acc, const float *bias, float *ws);
+                 int tri, int m0, int m1, int acc, const float *bias, float *ws);
 
     /* Layernorm backward for x[T,N] (mean and rstd recomputed as in the
      * forward, two-pass), with x̂ = (x - mean)·rstd and u = g⊙dy:

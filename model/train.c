@@ -16,10 +16,6 @@
 /* Rows per chunk of the layernorm backward's partial gain/bias sums: fixed,
  * so that the sum order does not depend on the thread count. */
 #define LN_CHUNK 64
-/* Row block of the causal attention: scores are computed for keys up to the
- * block's last query only. */
-#define ATT_BLOCK 64
-
 struct tg_trainer {
     tg_gpt2_config cfg;
     int maxB, maxT;
@@ -277,7 +273,8 @@ typedef struct gemm_job {
 static void gemm_rows(void *ctx, int m0, int m1, int ith) {
     const gemm_job *j = ctx;
     j->tr->eng.k.gemm(j->c, j->ldc, j->a, j->rsa, j->csa, j->b, j->rsb, j->csb, j->M, j->N,
-                      j->K, m0, m1, j->acc, j->bias, j->tr->ws + (size_t)ith * TG_GEMM_WS);
+                      j->K, TG_TRI_NONE, m0, m1, j->acc, j->bias,
+                      j->tr->ws + (size_t)ith * TG_GEMM_WS);
 }
 
 /* C[M,N] = (C if acc, else bias or 0) + A·B split over the pool by rows of C */
@@ -335,7 +332,9 @@ typedef struct att_job {
     int B, T, E, H;
 } att_job;
 
-/* One (b, h): att[T,T] = causal softmax(q·kᵀ/√HS), out[T, HS] = att · v */
+/* One (b, h): att[T,T] = causal softmax(q·kᵀ/√HS), out[T, HS] = att · v.
+ * The gemm's triangular cases compute and read only the causal half (the
+ * upper triangle of att is never written: it stays 0 from the allocation). */
 static void att_fwd_items(void *ctx, int i0, int i1, int ith) {
     const att_job *j = ctx;
     const tg_kernels *k = &j->tr->eng.k;
@@ -347,17 +346,13 @@ static void att_fwd_items(void *ctx, int i0, int i1, int ith) {
         const float *q = j->inp + (size_t)b * T * E3 + h * HS, *kk = q + E, *v = q + 2 * E;
         float *att = j->att + (size_t)item * T * T;
         float *out = j->out + (size_t)b * T * E + h * HS;
-        for (int m0 = 0; m0 < T; m0 += ATT_BLOCK) {
-            int m1 = m0 + ATT_BLOCK < T ? m0 + ATT_BLOCK : T;
-            k->gemm(att, T, q, E3, 1, kk, 1, E3, T, m1, HS, m0, m1, 0, NULL, ws);
-            for (int t = m0; t < m1; t++) {
-                float *row = att + (size_t)t * T;
-                for (int s = 0; s <= t; s++) row[s] *= scale;
-                k->softmax(row, t + 1);
-                for (int s = t + 1; s < m1; s++) row[s] = 0.0f;
-            }
-            k->gemm(out, E, att, T, 1, v, E3, 1, T, HS, m1, m0, m1, 0, NULL, ws);
+        k->gemm(att, T, q, E3, 1, kk, 1, E3, T, T, HS, TG_TRI_C_LOWER, 0, T, 0, NULL, ws);
+        for (int t = 0; t < T; t++) {
+            float *row = att + (size_t)t * T;
+            for (int s = 0; s <= t; s++) row[s] *= scale;
+            k->softmax(row, t + 1);
         }
+        k->gemm(out, E, att, T, 1, v, E3, 1, T, HS, T, TG_TRI_A_LOWER, 0, T, 0, NULL, ws);
     }
 }
 
@@ -525,26 +520,17 @@ static void att_bwd_items(void *ctx, int i0, int i1, int ith) {
         float *dq = j->dinp + (size_t)b * T * E3 + h * HS, *dk = dq + E, *dv = dq + 2 * E;
         const float *att = j->att + (size_t)item * T * T;
         const float *dout = j->dout + (size_t)b * T * E + h * HS;
-        /* dP = dout · vᵀ, then dS = softmax backward (scaled), causal rows */
-        for (int m0 = 0; m0 < T; m0 += ATT_BLOCK) {
-            int m1 = m0 + ATT_BLOCK < T ? m0 + ATT_BLOCK : T;
-            k->gemm(ds, T, dout, E, 1, v, 1, E3, T, m1, HS, m0, m1, 0, NULL, ws);
-            for (int t = m0; t < m1; t++) {
-                float *row = ds + (size_t)t * T;
-                k->softmax_bwd(row, att + (size_t)t * T, row, t + 1, scale);
-                for (int s = t + 1; s < m1; s++) row[s] = 0.0f;
-            }
+        /* dP = dout · vᵀ, then dS = softmax backward (scaled), causal rows only */
+        k->gemm(ds, T, dout, E, 1, v, 1, E3, T, T, HS, TG_TRI_C_LOWER, 0, T, 0, NULL, ws);
+        for (int t = 0; t < T; t++) {
+            float *row = ds + (size_t)t * T;
+            k->softmax_bwd(row, att + (size_t)t * T, row, t + 1, scale);
         }
-        for (int m0 = 0; m0 < T; m0 += ATT_BLOCK) {
-            int m1 = m0 + ATT_BLOCK < T ? m0 + ATT_BLOCK : T;
-            /* dq[t] = Σ_{s<=t} dS[t,s] k[s] */
-            k->gemm(dq, E3, ds, T, 1, kk, E3, 1, T, HS, m1, m0, m1, 0, NULL, ws);
-            /* dk[s] = Σ_{t>=s} dS[t,s] q[t];  dv[s] = Σ_{t>=s} P[t,s] dout[t] */
-            k->gemm(dk, E3, ds + (size_t)m0 * T, 1, T, q + (size_t)m0 * E3, E3, 1, T, HS, T - m0,
-                    m0, m1, 0, NULL, ws);
-            k->gemm(dv, E3, att + (size_t)m0 * T, 1, T, dout + (size_t)m0 * E, E, 1, T, HS,
-                    T - m0, m0, m1, 0, NULL, ws);
-        }
+        /* dq[t] = Σ_{s<=t} dS[t,s] k[s] */
+        k->gemm(dq, E3, ds, T, 1, kk, E3, 1, T, HS, T, TG_TRI_A_LOWER, 0, T, 0, NULL, ws);
+        /* dk[s] = Σ_{t>=s} dS[t,s] q[t];  dv[s] = Σ_{t>=s} P[t,s] dout[t] */
+        k->gemm(dk, E3, ds, 1, T, q, E3, 1, T, HS, T, TG_TRI_A_UPPER, 0, T, 0, NULL, ws);
+        k->gemm(dv, E3, att, 1, T, dout, E, 1, T, HS, T, TG_TRI_A_UPPER, 0, T, 0, NULL, ws);
     }
 }
 

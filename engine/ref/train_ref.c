@@ -5,16 +5,20 @@
 
 #include "engine/engine.h"
 
-/* C[M,N] = (C, bias or 0) + A[M,K]·B[K,N], rows m0..m1-1, general strides */
+/* C[M,N] = (C, bias or 0) + A[M,K]·B[K,N], rows m0..m1-1, general strides,
+ * triangular cases as in engine.h */
 static void gemm_ref(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
                      const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K,
-                     int m0, int m1, int acc, const float *bias, float *ws) {
+                     int tri, int m0, int m1, int acc, const float *bias, float *ws) {
     (void)M;
     (void)ws;
     for (int m = m0; m < m1; m++)
         for (int n = 0; n < N; n++) {
+            if (tri == TG_TRI_C_LOWER && n > m) continue;
+            int k0 = tri == TG_TRI_A_UPPER ? m : 0;
+            int k1 = tri == TG_TRI_A_LOWER && m + 1 < K ? m + 1 : K;
             float s = acc ? c[(size_t)m * ldc + n] : bias ? bias[n] : 0.0f;
-            for (int k = 0; k < K; k++) s += a[m * rsa + k * csa] * b[k * rsb + n * csb];
+            for (int k = k0; k < k1; k++) s += a[m * rsa + k * csa] * b[k * rsb + n * csb];
             c[(size_t)m * ldc + n] = s;
         }
 }

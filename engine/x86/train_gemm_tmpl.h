@@ -19,6 +19,8 @@
  * depend on m0/m1 — and is the same on every ISA built from this file. */
 #include <string.h>
 
+#include "engine/simd/gemm_tri.h"
+
 #ifndef FN
 #define TG_CAT_(a, b) a##_##b
 #define TG_CAT(a, b) TG_CAT_(a, b)
@@ -116,27 +118,37 @@ static void FN(tile_full)(int kc, const float *pa, const float *pb, float *c, si
     FN(tile)(kc, pa, pb, c, ldc, load, bias);
 }
 
-/* A partial tile (mr < MR or nr < NR) goes through a full one on the stack
- * (the bias too), so nothing past row mr or column nr is read or written. */
+/* A partial tile (mr < MR rows, nr < NR columns, or a row's columns cut at
+ * the diagonal by tri) goes through a full one on the stack (the bias too),
+ * so nothing outside what it may write is read or written. Row r's columns
+ * start at nf; m = mf + r. */
 static void FN(tile_edge)(int kc, const float *pa, const float *pb, float *c, size_t ldc,
-                          int mr, int nr, int load, const float *bias) {
-    float t[MR * NR], bt[NR] = {0};
+                          int mr, int nr, int load, const float *bias, int tri, int mf, int nf) {
+    float t[MR * NR] = {0}, bt[NR] = {0};
     if (load)
-        for (int r = 0; r < mr; r++) memcpy(t + r * NR, c + r * ldc, sizeof(float) * nr);
+        for (int r = 0; r < mr; r++)
+            memcpy(t + r * NR, c + r * ldc, sizeof(float) * tri_row_cols(tri, mf + r, nf, nr));
     if (bias) memcpy(bt, bias, sizeof(float) * nr);
     FN(tile)(kc, pa, pb, t, NR, load, bias ? bt : NULL);
-    for (int r = 0; r < mr; r++) memcpy(c + r * ldc, t + r * NR, sizeof(float) * nr);
+    for (int r = 0; r < mr; r++)
+        memcpy(c + r * ldc, t + r * NR, sizeof(float) * tri_row_cols(tri, mf + r, nf, nr));
 }
 
-/* C[M,N] = (C, bias or 0) + A[M,K]·B[K,N], rows m0..m1-1 (engine.h) */
+/* C[M,N] = (C, bias or 0) + A[M,K]·B[K,N], rows m0..m1-1, triangular cases
+ * (engine.h): a tile above the diagonal of a lower C is skipped, one across
+ * it writes only its lower part; a triangular A is packed over the k its
+ * block of rows can use, with the missing entries zeroed, and each tile
+ * runs over its rows' k range only. */
 static void FN(gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
-                     const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K, int m0,
-                     int m1, int acc, const float *bias, float *ws) {
+                     const float *b, ptrdiff_t rsb, ptrdiff_t csb, int M, int N, int K, int tri,
+                     int m0, int m1, int acc, const float *bias, float *ws) {
     (void)M;
+    if (tri == TG_TRI_C_LOWER && N > m1) N = m1; /* columns no row reaches */
     if (K == 0) {
         if (!acc)
             for (int m = m0; m < m1; m++)
-                for (int n = 0; n < N; n++) c[(size_t)m * ldc + n] = bias ? bias[n] : 0.0f;
+                for (int n = 0; n < tri_row_cols(tri, m, 0, N); n++)
+                    c[(size_t)m * ldc + n] = bias ? bias[n] : 0.0f;
         return;
     }
     float *pa = ws, *pb = ws + MC * KC;
@@ -150,21 +162,33 @@ static void FN(gemm)(float *c, int ldc, const float *a, ptrdiff_t rsa, ptrdiff_t
                          nc - j < NR ? nc - j : NR, kc);
             for (int ic = m0; ic < m1; ic += MC) {
                 const int mc = m1 - ic < MC ? m1 - ic : MC;
-                for (int i = 0; i < mc; i += MR) /* A's rows are its lines */
-                    FN(pack)(MR, pa + (size_t)i * kc, a + (ic + i) * rsa + pc * csa, rsa, csa,
-                             mc - i < MR ? mc - i : MR, kc);
+                int klo, khi; /* the part of the slice this block of rows uses */
+                tri_krange(tri, pc, kc, ic, ic + mc - 1, &klo, &khi);
+                const int kp = khi - klo;
+                for (int i = 0; i < mc; i += MR) { /* A's rows are its lines */
+                    const int live = mc - i < MR ? mc - i : MR;
+                    float *pai = pa + (size_t)i * kp;
+                    FN(pack)(MR, pai, a + (ic + i) * rsa + (pc + klo) * csa, rsa, csa, live, kp);
+                    tri_mask_panel(pai, MR, tri, ic + i, live, pc + klo, kp);
+                }
                 for (int jr = 0; jr < nc; jr += NR) {
                     const int nr = nc - jr < NR ? nc - jr : NR;
-                    const float *pbj = pb + (size_t)jr * kc;
                     for (int ir = 0; ir < mc; ir += MR) {
                         const int mr = mc - ir < MR ? mc - ir : MR;
-                        float *cij = c + (size_t)(ic + ir) * ldc + jc + jr;
-                        const float *pai = pa + (size_t)ir * kc;
-                        const float *bj = bias ? bias + jc + jr : NULL;
-                        if (mr == MR && nr == NR)
-                            FN(tile_full)(kc, pai, pbj, cij, (size_t)ldc, load, bj);
+                        const int mf = ic + ir, nf = jc + jr;
+                        if (tri == TG_TRI_C_LOWER && nf > mf + mr - 1) continue; /* above */
+                        int ks, ke; /* this tile's k range, within [klo, khi) */
+                        tri_krange(tri, pc, kc, mf, mf + mr - 1, &ks, &ke);
+                        ks = tri_clamp(ks, klo, khi), ke = tri_clamp(ke, ks, khi);
+                        float *cij = c + (size_t)mf * ldc + nf;
+                        const float *pai = pa + (size_t)ir * kp + (size_t)(ks - klo) * MR;
+                        const float *pbj = pb + (size_t)jr * kc + (size_t)ks * NR;
+                        const float *bj = bias ? bias + nf : NULL;
+                        if (mr == MR && nr == NR && tri_row_cols(tri, mf, nf, nr) == nr)
+                            FN(tile_full)(ke - ks, pai, pbj, cij, (size_t)ldc, load, bj);
                         else
-                            FN(tile_edge)(kc, pai, pbj, cij, (size_t)ldc, mr, nr, load, bj);
+                            FN(tile_edge)(ke - ks, pai, pbj, cij, (size_t)ldc, mr, nr, load, bj,
+                                          tri, mf, nf);
                     }
                 }
             }

@@ -18,10 +18,19 @@
 
 typedef struct gemm_case {
     int M, N, K, ta, tb; /* ta: A stored [K,M] (read transposed); tb: B stored [N,K] */
+    int tri;             /* tg_tri */
 } gemm_case;
 
+/* Is A's (m, k) outside a triangular A (taken as 0 by the kernel)? */
+static int tri_a_missing(int tri, int m, int k) {
+    return (tri == TG_TRI_A_LOWER && k > m) || (tri == TG_TRI_A_UPPER && k < m);
+}
+
 /* One gemm case on every engine, rows m0..m1, starting from 0, from C
- * (accumulation) and from a bias row. */
+ * (accumulation) and from a bias row. A triangular A holds NaN where it has
+ * no entries (none may leak into C); the part of C a lower C leaves alone
+ * must come back unchanged (the reference leaves it, and untouched
+ * elements are compared exactly). */
 static void gemm_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck_rng *rng,
                        gemm_case c, int m0, int m1) {
     int M = c.M, N = c.N, K = c.K, ldc = N + 3;
@@ -29,6 +38,9 @@ static void gemm_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck
     ck_fill(rng, a, (size_t)M * K, -1, 1);
     ck_fill(rng, b, (size_t)K * N, -1, 1);
     ptrdiff_t rsa = c.ta ? 1 : K, csa = c.ta ? M : 1, rsb = c.tb ? 1 : N, csb = c.tb ? K : 1;
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++)
+            if (tri_a_missing(c.tri, m, k)) a[m * rsa + k * csa] = NAN;
     size_t nc = (size_t)M * ldc;
     float *c0 = ck_alloc(nc), *want = ck_alloc(nc), *got = ck_alloc(nc), *tol = ck_alloc(nc);
     float *ws = ck_alloc(TG_GEMM_WS), *bias0 = ck_alloc(N);
@@ -38,32 +50,34 @@ static void gemm_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck
         int acc = start == 1;
         const float *bias = start == 2 ? bias0 : NULL;
         memcpy(want, c0, nc * sizeof(float));
-        ref->k.gemm(want, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, bias, NULL);
+        ref->k.gemm(want, ldc, a, rsa, csa, b, rsb, csb, M, N, K, c.tri, m0, m1, acc, bias, NULL);
         /* tol = (K + 2)·eps·(Σ|a·b| + |start|) on the computed rows, exact elsewhere */
         for (size_t i = 0; i < nc; i++) tol[i] = 0.0f;
         for (int m = m0; m < m1; m++)
             for (int n = 0; n < N; n++) {
+                if (c.tri == TG_TRI_C_LOWER && n > m) continue; /* untouched: exact */
                 double s = acc ? fabs(c0[(size_t)m * ldc + n]) : bias ? fabs(bias[n]) : 0.0;
-                for (int k = 0; k < K; k++) s += fabs(a[m * rsa + k * csa] * b[k * rsb + n * csb]);
+                for (int k = 0; k < K; k++)
+                    if (!tri_a_missing(c.tri, m, k)) s += fabs(a[m * rsa + k * csa] * b[k * rsb + n * csb]);
                 tol[(size_t)m * ldc + n] = (float)((K + 2) * EPS * s);
             }
         for (int e = 0; e < n_eng; e++) {
             memcpy(got, c0, nc * sizeof(float));
             ck_poison(ws, TG_GEMM_WS);
-            eng[e].k.gemm(got, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, m1, acc, bias, ws);
-            CK_EXPECT_GUARDS(got, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d start%d",
-                             tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, start);
+            eng[e].k.gemm(got, ldc, a, rsa, csa, b, rsb, csb, M, N, K, c.tri, m0, m1, acc, bias, ws);
+            CK_EXPECT_GUARDS(got, "gemm %s M%d N%d K%d ta%d tb%d tri%d rows %d..%d start%d",
+                             tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, c.tri, m0, m1, start);
             CK_EXPECT_GUARDS(ws, "gemm %s workspace", tg_isa_name(eng[e].isa));
-            CK_EXPECT_CLOSE(got, want, tol, nc, "gemm %s M%d N%d K%d ta%d tb%d rows %d..%d start%d",
-                            tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, m0, m1, start);
+            CK_EXPECT_CLOSE(got, want, tol, nc, "gemm %s M%d N%d K%d ta%d tb%d tri%d rows %d..%d start%d",
+                            tg_isa_name(eng[e].isa), M, N, K, c.ta, c.tb, c.tri, m0, m1, start);
             /* the same rows computed in two pieces are bit-identical */
             if (m1 - m0 >= 2) {
                 float *split = ck_alloc(nc);
                 memcpy(split, c0, nc * sizeof(float));
                 int mid = m0 + (m1 - m0) / 2 + 1;
                 if (mid >= m1) mid = m1 - 1;
-                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, m0, mid, acc, bias, ws);
-                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, mid, m1, acc, bias, ws);
+                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, c.tri, m0, mid, acc, bias, ws);
+                eng[e].k.gemm(split, ldc, a, rsa, csa, b, rsb, csb, M, N, K, c.tri, mid, m1, acc, bias, ws);
                 CK_EXPECT_BITEQUAL(split, got, nc, "gemm %s M%d N%d K%d split at %d",
                                    tg_isa_name(eng[e].isa), M, N, K, mid);
                 ck_free(split);
@@ -85,24 +99,50 @@ Test(train_kernels, gemm) {
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
             for (int i = 0; i < 7; i++) {
-                gemm_case c = {Ms[i], Ns[(i + ta + 2 * tb) % 8], Ks[(i * 3 + ta) % 8], ta, tb};
+                gemm_case c = {Ms[i], Ns[(i + ta + 2 * tb) % 8], Ks[(i * 3 + ta) % 8], ta, tb, 0};
                 gemm_check(&ref, eng, n_eng, &rng, c, 0, c.M);
                 if (c.M > 4) gemm_check(&ref, eng, n_eng, &rng, c, 2, c.M - 1);
             }
     /* K == 0: C = 0, unchanged with acc, the bias with one */
-    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){9, 20, 0, 0, 0}, 0, 9);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){9, 20, 0, 0, 0, 0}, 0, 9);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){9, 20, 0, 0, 0, TG_TRI_C_LOWER}, 0, 9);
 }
 
-/* The trainer's shapes: the block-causal attention calls (K up to the block
- * end, A/B rows 3E apart) and a [BT,E]·[E,3E] projection. */
+/* The triangular cases on square and oblong shapes, across the K slices
+ * (K > 256), both orientations of A and B, and row ranges that start and
+ * end inside tiles. */
+Test(train_kernels, gemm_triangular) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const int Ts[] = {1, 7, 9, 33, 70, 130, 300};
+    for (int tri = TG_TRI_C_LOWER; tri <= TG_TRI_A_UPPER; tri++)
+        for (int i = 0; i < 7; i++) {
+            int T = Ts[i], ta = i % 2, tb = (i / 2) % 2;
+            /* C lower: [T,T] = [T,HS]·[HS,T]; A lower/upper: [T,HS] = [T,T]·[T,HS] */
+            gemm_case c = tri == TG_TRI_C_LOWER ? (gemm_case){T, T, 32, ta, tb, tri}
+                                                : (gemm_case){T, 32 + i, T, ta, tb, tri};
+            gemm_check(&ref, eng, n_eng, &rng, c, 0, T);
+            if (T > 4) gemm_check(&ref, eng, n_eng, &rng, c, 3, T - 1);
+        }
+    /* oblong: more rows than K, more K than rows */
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){100, 40, 60, 0, 0, TG_TRI_A_LOWER}, 0, 100);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){60, 40, 300, 1, 0, TG_TRI_A_UPPER}, 5, 60);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){60, 300, 20, 0, 1, TG_TRI_C_LOWER}, 0, 60);
+}
+
+/* The trainer's shapes: the causal attention calls (A/B rows 3E apart)
+ * and a [BT,E]·[E,3E] projection. */
 Test(train_kernels, gemm_trainer_shapes) {
     tg_engine ref, eng[TG_ISA_COUNT];
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng rng = ck_rng_new(__func__);
-    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){128, 384, 128, 0, 1}, 0, 128);
-    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){70, 64, 12, 0, 1}, 64, 70);
-    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){130, 32, 130, 1, 0}, 64, 128);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){128, 384, 128, 0, 1, 0}, 0, 128);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){256, 256, 32, 0, 1, TG_TRI_C_LOWER}, 0, 256);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){256, 32, 256, 0, 0, TG_TRI_A_LOWER}, 0, 256);
+    gemm_check(&ref, eng, n_eng, &rng, (gemm_case){256, 32, 256, 1, 0, TG_TRI_A_UPPER}, 0, 256);
 }
 
 /* ---- layernorm backward ----------------------------------------------------------- */
