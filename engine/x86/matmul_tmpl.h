@@ -29,6 +29,7 @@
 #include <stdalign.h>
 #include <string.h>
 
+#include "engine/x86/tr8_avx.h"
 #include "engine/x86/x86.h"
 
 #define NR (2 * LANES)
@@ -198,30 +199,6 @@ static void pack_x(float *xp, const float *x, int in, int mc, int kc) {
     }
 }
 
-/* dst[8][ld] = transpose of src rows r[0..7], 8 floats each (AVX: both ISAs) */
-ALWAYS_INLINE void transpose8(float *dst, size_t ld, const float *const r[8], int k) {
-    __m256 a0 = _mm256_loadu_ps(r[0] + k), a1 = _mm256_loadu_ps(r[1] + k);
-    __m256 a2 = _mm256_loadu_ps(r[2] + k), a3 = _mm256_loadu_ps(r[3] + k);
-    __m256 a4 = _mm256_loadu_ps(r[4] + k), a5 = _mm256_loadu_ps(r[5] + k);
-    __m256 a6 = _mm256_loadu_ps(r[6] + k), a7 = _mm256_loadu_ps(r[7] + k);
-    __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
-    __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
-    __m256 t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5);
-    __m256 t6 = _mm256_unpacklo_ps(a6, a7), t7 = _mm256_unpackhi_ps(a6, a7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(dst + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(dst + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
-}
-
 /* wp[kc][NR] = W[o.., k0..]ᵀ for nr <= NR rows of W (ldw apart); columns
  * nr..NR-1 are zero. */
 static void pack_w(float *wp, const float *w, size_t ldw, int nr, int kc) {
@@ -239,7 +216,7 @@ static void pack_w(float *wp, const float *w, size_t ldw, int nr, int kc) {
         }
         int k = 0;
         if (live == 8)
-            for (; k + 8 <= kc; k += 8) transpose8(wp + (size_t)k * NR + j0, NR, r, k);
+            for (; k + 8 <= kc; k += 8) tg_tr8_avx(wp + (size_t)k * NR + j0, NR, r, k);
         for (; k < kc; k++) /* tail: k steps past the last 8, or a partial group */
             for (int j = 0; j < 8; j++) wp[(size_t)k * NR + j0 + j] = r[j] ? r[j][k] : 0.0f;
     }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "engine/simd/gemm_tri.h"
+#include "engine/x86/tr8_avx.h"
 
 #ifndef FN
 #define TG_CAT_(a, b) a##_##b
@@ -35,30 +36,6 @@ _Static_assert(MC * KC + KC * NC <= TG_GEMM_WS, "TG_GEMM_WS holds the packed pan
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 /* unroll the row loops early, so the accumulator arrays become registers */
 #define UNROLL _Pragma("GCC unroll 16")
-
-/* dst[j·ld + i] = r[i][k + j] for i, j < 8: eight rows of 8 floats, transposed */
-ALWAYS_INLINE void FN(tr8)(float *dst, size_t ld, const float *const r[8], ptrdiff_t k) {
-    __m256 a0 = _mm256_loadu_ps(r[0] + k), a1 = _mm256_loadu_ps(r[1] + k);
-    __m256 a2 = _mm256_loadu_ps(r[2] + k), a3 = _mm256_loadu_ps(r[3] + k);
-    __m256 a4 = _mm256_loadu_ps(r[4] + k), a5 = _mm256_loadu_ps(r[5] + k);
-    __m256 a6 = _mm256_loadu_ps(r[6] + k), a7 = _mm256_loadu_ps(r[7] + k);
-    __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
-    __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
-    __m256 t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5);
-    __m256 t6 = _mm256_unpacklo_ps(a6, a7), t7 = _mm256_unpackhi_ps(a6, a7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(dst + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(dst + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
-}
 
 /* dst[kc][W] (W = MR or NR) = the `live` <= W lines of a strided operand,
  * line l starting at src + l·ls, element k of a line at k·es; lines past
@@ -76,7 +53,7 @@ ALWAYS_INLINE void FN(pack)(int W, float *dst, const float *src, ptrdiff_t ls, p
             for (int l0 = 0; l0 < W; l0 += 8) {
                 const float *r[8];
                 for (int j = 0; j < 8; j++) r[j] = src + (l0 + j) * ls;
-                FN(tr8)(dst + (size_t)k * W + l0, (size_t)W, r, k);
+                tg_tr8_avx(dst + (size_t)k * W + l0, (size_t)W, r, k);
             }
     }
     for (; k < kc; k++) { /* the general case, and the last kc % 8 steps */
