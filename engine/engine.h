@@ -91,8 +91,9 @@ typedef struct tg_kernels {
 
     /* Attention core for one head, one query (decode):
      *   s[P] = q[HS] · K[P,HS]ᵀ · scale;  p = softmax(s);  o[HS] = p · V[P,HS]
-     * K and V rows are ldk floats apart (the cache stores all heads of a
-     * position contiguously). p[P] is scratch and, on return, holds the
+     * K and V rows are ldk floats apart (ldk == hs for tinygpt's head-major
+     * cache, which the kernels unroll for the common head sizes). p[P] is
+     * scratch and, on return, holds the
      * attention weights (the probe hook reads them). */
     void (*attn_decode)(float *o, float *p, const float *q, const float *k,
                         const float *v, int n_pos, int hs, int ldk, float scale);
