@@ -93,8 +93,8 @@ typedef struct tg_kernels {
      *   s[P] = q[HS] · K[P,HS]ᵀ · scale;  p = softmax(s);  o[HS] = p · V[P,HS]
      * K and V rows are ldk floats apart (ldk == hs for tinygpt's head-major
      * cache, which the kernels unroll for the common head sizes). p[P] is
-     * scratch and, on return, holds the
-     * attention weights (the probe hook reads them). */
+     * scratch and, on return, holds the attention weights (the probe hook
+     * reads them). */
     void (*attn_decode)(float *o, float *p, const float *q, const float *k,
                         const float *v, int n_pos, int hs, int ldk, float scale);
 
