@@ -49,7 +49,6 @@ static inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); } /* a*b+c 
  * `x > m ? x : m` (FMAX would propagate it). */
 static inline vf vmax(vf acc, vf x) { return vbslq_f32(vcgtq_f32(x, acc), x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf4_u10advsimd(x); }
-static inline vf vtanh(vf x) { return Sleef_tanhf4_u10advsimd(x); }
 
 static inline float vsum(vf x) { return vaddvq_f32(x); }
 static inline float vhmax(vf x) { return vmaxvq_f32(x); }

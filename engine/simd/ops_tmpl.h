@@ -1,6 +1,6 @@
 /* ops_tmpl.h — softmax, layernorm, GELU and add, written once in the SIMD
  * vocabulary of a vec_<isa>.h (VL, vf, vmask, vld/vst, vld_m/vst_m for
- * tails, vfma, vmax, vsum, vhmax, vexp, vtanh, ISA_SUFFIX) and included by
+ * tails, vfma, vmax, vsum, vhmax, vexp, vdiv, ISA_SUFFIX) and included by
  * that ISA's ops file, the only place it is compiled with the ISA's flags.
  * Each kernel: a main loop over whole vectors, then one masked tail. */
 #include <math.h>

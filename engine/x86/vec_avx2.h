@@ -44,7 +44,6 @@ static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* 
  * when either is NaN), like the reference's `x > m ? x : m`. */
 static inline vf vmax(vf acc, vf x) { return _mm256_max_ps(x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf8_u10avx2(x); }
-static inline vf vtanh(vf x) { return Sleef_tanhf8_u10avx2(x); }
 
 static inline float vsum(vf x) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));

@@ -40,7 +40,6 @@ static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* 
  * when either is NaN), like the reference's `x > m ? x : m`. */
 static inline vf vmax(vf acc, vf x) { return _mm512_max_ps(x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf16_u10avx512f(x); }
-static inline vf vtanh(vf x) { return Sleef_tanhf16_u10avx512f(x); }
 
 static inline float vsum(vf x) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
