@@ -165,13 +165,13 @@ static void mm_blas(void *p, long i) {
 }
 #endif
 
-/* Filled buffers. Weights (`weights` set) go where tinygpt puts a model's:
+/* Filled buffers. Weights (`huge` set) go where tinygpt puts a model's:
  * 2 MiB pages (engine/mem.h; a mapped GGUF gets large page-cache folios),
  * unless --small-pages asks for malloc's 4 KB pages. Both sides of a
  * comparison read the same buffers. */
-static float *bench_alloc_in(size_t n, int weights, const bench_ctx *bc) {
+static float *bench_alloc_pages(size_t n, int huge) {
     size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
-    float *p = weights && !bc->small_pages ? tg_alloc_large(bytes) : aligned_alloc(64, bytes);
+    float *p = huge ? tg_alloc_large(bytes) : aligned_alloc(64, bytes);
     if (!p) {
         fprintf(stderr, "bench: out of memory (%zu floats)\n", n);
         exit(1);
@@ -180,10 +180,7 @@ static float *bench_alloc_in(size_t n, int weights, const bench_ctx *bc) {
     return p;
 }
 
-static float *bench_alloc(size_t n) {
-    static const bench_ctx plain = {.small_pages = 1};
-    return bench_alloc_in(n, 0, &plain);
-}
+static float *bench_alloc(size_t n) { return bench_alloc_pages(n, 0); }
 
 static void bench_matmul(bench_ctx *bc) {
     static const struct {
@@ -224,7 +221,7 @@ static void bench_matmul(bench_ctx *bc) {
                 m.y = bench_alloc((size_t)T * out);
                 m.w = malloc(sizeof *m.w * (size_t)n_w);
                 if (!m.w) exit(1);
-                for (int c = 0; c < n_w; c++) m.w[c] = bench_alloc_in(nw, 1, bc);
+                for (int c = 0; c < n_w; c++) m.w[c] = bench_alloc_pages(nw, !bc->small_pages);
                 double flops = 2.0 * T * (double)in * out;
                 double bytes = 4.0 * ((double)nw + (double)T * in + (double)T * out);
                 for (int th = 1; th <= bc->max_threads; th++) {
