@@ -37,6 +37,9 @@ tg_status tg_isa_parse(const char *name, tg_isa *out);
 int tg_isa_supported(tg_isa isa);
 /* The best supported ISA. */
 tg_isa tg_isa_best(void);
+/* Does this build hold kernels for isa (scalar always; the arch's init file
+ * knows the rest)? Compiled in is not usable: see tg_isa_supported. */
+int tg_isa_compiled(tg_isa isa);
 /* The ISA to use: `name` if non-NULL, else $TINYGPT_ISA if set, else best.
  * An unknown name, or an ISA this CPU lacks, is an error naming it. */
 tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err);

@@ -189,14 +189,31 @@ void cli_out_abort(cli_outfile *o) {
     memset(o, 0, sizeof *o);
 }
 
+/* Is this binary the one in the build dir (not an installed copy)? */
+static int running_from_build_dir(char *exe_dir, size_t cap) {
+    char exe[PATH_MAX], build[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return 0;
+    *slash = 0;
+    snprintf(exe_dir, cap, "%s", exe);
+    return realpath(TINYGPT_BUILD_DIR, build) && !strcmp(build, exe);
+}
+
 const char *cli_default_model(void) {
     static char buf[PATH_MAX];
+    char exe_dir[PATH_MAX] = "", rel[PATH_MAX + 64] = "";
     const char *env = getenv("TINYGPT_MODEL");
     if (env && *env) return env;
-    const char *cands[] = {TINYGPT_SOURCE_DIR "/weights/shakespeare-4h.gguf",
-                           TINYGPT_DATA_DIR "/shakespeare-4h.gguf"};
-    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
-        if (access(cands[i], R_OK) == 0) {
+    const char *in_build[] = {TINYGPT_SOURCE_DIR "/weights/shakespeare-4h.gguf", NULL};
+    const char *installed[] = {rel, TINYGPT_DATA_DIR "/shakespeare-4h.gguf", NULL};
+    const char **cands = installed;
+    if (running_from_build_dir(exe_dir, sizeof exe_dir)) cands = in_build;
+    else if (exe_dir[0]) snprintf(rel, sizeof rel, "%s/" TINYGPT_DATA_REL "/shakespeare-4h.gguf", exe_dir);
+    for (size_t i = 0; cands[i]; i++) {
+        if (cands[i][0] && access(cands[i], R_OK) == 0) {
             snprintf(buf, sizeof buf, "%s", cands[i]);
             return buf;
         }
@@ -271,23 +288,61 @@ static const cli_opt *find_args(const cli_opt *opts) {
     return NULL;
 }
 
+/* --list-options: one line per option, "NAME[,ALT] flag|value", for the
+ * bash completion and the tests that keep --help, the man page and the
+ * completion in step with the tables. */
+static void list_options(const cli_opt *opts) {
+    for (const cli_opt *o = opts; o->kind != CLI_KIND_END; o++)
+        if (o->kind != CLI_KIND_ARGS)
+            printf("%s%s%s %s\n", o->name, o->alt ? "," : "", o->alt ? o->alt : "",
+                   o->kind == CLI_KIND_FLAG ? "flag" : "value");
+    printf("-h,--help flag\n");
+}
+
 int cli_parse(const char *cmd, void (*help)(FILE *f), const cli_opt *opts, int argc, char **argv) {
     const cli_opt *args = find_args(opts);
+    int only_args = 0; /* after "--" */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return EXIT_OK;
+        const cli_opt *o = NULL;
+        char name[64];
+        if (!only_args) {
+            if (!strcmp(a, "--")) {
+                only_args = 1;
+                continue;
+            }
+            if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                help(stdout);
+                return EXIT_OK;
+            }
+            if (!strcmp(a, "--list-options")) {
+                list_options(opts);
+                return EXIT_OK;
+            }
+            const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+            if (eq && (size_t)(eq - a) < sizeof name) { /* --opt=value */
+                memcpy(name, a, (size_t)(eq - a));
+                name[eq - a] = 0;
+                if ((o = find_opt(opts, name)) && o->kind == CLI_KIND_FLAG)
+                    return cli_usage(cmd, "%s takes no value (given '%s')", name, a);
+                if (o) {
+                    a = name;
+                    v = eq + 1;
+                }
+            } else {
+                o = find_opt(opts, a);
+            }
         }
-        const cli_opt *o = find_opt(opts, a);
         if (!o) {
             int r = 1;
-            if (args && (a[0] != '-' || !a[1]) && (r = args->call(cmd, args, NULL, a)) < 0)
+            if (args && (only_args || a[0] != '-' || !a[1]) && (r = args->call(cmd, args, NULL, a)) < 0)
                 return EXIT_USAGE;
+            if (r > 0 && only_args)
+                return cli_usage(cmd, "unexpected argument '%s' (see tinygpt %s --help)", a, cmd);
             if (r > 0) return cli_usage(cmd, "unknown option '%s' (see tinygpt %s --help)", a, cmd);
             continue;
         }
-        if (o->kind != CLI_KIND_FLAG && !(v = cli_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+        if (o->kind != CLI_KIND_FLAG && !v && !(v = cli_value(cmd, argc, argv, &i))) return EXIT_USAGE;
         if (o->seen) ++*o->seen;
         if ((o->call ? o->call(cmd, o, a, v) : cli_opt_value(cmd, o, a, v)) < 0) return EXIT_USAGE;
     }

@@ -44,12 +44,15 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
  * type the destination has.
  *
  * cli_parse reads argv[1..] left to right, so the first problem is the one
- * reported. -h/--help prints help(stdout) and stops; a valued option takes
- * the next argument whatever it looks like; an option given twice keeps the
- * last value. Every usage error is one line naming the flag as typed:
+ * reported. -h/--help prints help(stdout) and stops; --list-options prints
+ * the table, one "NAME[,ALT] flag|value" a line, and stops; a valued option
+ * takes the next argument whatever it looks like, or the rest of a long
+ * option after '=' (--ctx=64); "--" ends the options (what follows goes to
+ * the ARGS entry); an option given twice keeps the last value. Every usage error is one line naming the flag as typed:
  *   "FLAG needs a value", "FLAG: 'V' is not an integer in [LO, HI]",
  *   "FLAG: 'V' is not a number in [LO, HI]", the cli_int_list messages,
- *   "unknown option 'A' (see tinygpt CMD --help)".
+ *   "unknown option 'A' (see tinygpt CMD --help)", "FLAG takes no value (given
+ *   'A')", "unexpected argument 'A' (see tinygpt CMD --help)".
  * Rules of one command (exclusive flags, required ones) are checked by the
  * command after cli_parse, or by a callback where the order matters. */
 typedef enum cli_kind {
@@ -139,8 +142,10 @@ int cli_out_open(cli_outfile *o, const char *path, tg_err *err);
 int cli_out_commit(cli_outfile *o, tg_err *err);
 void cli_out_abort(cli_outfile *o);
 
-/* Default model: weights/shakespeare-4h.gguf next to the source tree or in
- * the installed data dir; NULL if none is found. */
+/* Default model: $TINYGPT_MODEL; else for the binary in the build dir the
+ * source tree's weights/shakespeare-4h.gguf, for an installed one
+ * shakespeare-4h.gguf in its data dir (relative to the binary, then at the
+ * prefix), never the source tree's; NULL if none is found. */
 const char *cli_default_model(void);
 
 /* The subcommands (each in tools/cmd_NAME.c). */

@@ -1,8 +1,18 @@
-/* main.c — `tinygpt COMMAND ...`: dispatch to the subcommands. */
+/* main.c — `tinygpt COMMAND ...`: dispatch to the subcommands, the global
+ * help and --version. */
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/engine.h"
 #include "tools/cli.h"
+#include "tools/version.h"
+
+/* The compiler that built this binary ("gcc 12.2.0"; clang's __VERSION__ names itself). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define COMPILER "gcc " __VERSION__
+#else
+#define COMPILER __VERSION__
+#endif
 
 typedef struct command {
     const char *name;
@@ -23,11 +33,55 @@ static const command commands[] = {
     {"compare", cmd_compare, "compare two checkpoints (single vs multi-head)"},
     {"attention", cmd_attention, "show what each head attends to"},
 };
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tinygpt COMMAND [options]   (tinygpt COMMAND --help for its options)\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "usage: tinygpt COMMAND [options]\n"
+               "       tinygpt help [COMMAND]   tinygpt --version\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fputs("\n"
+          "every command takes -h/--help (its options, ranges and defaults; also\n"
+          "`tinygpt help COMMAND`), --opt=value as well as --opt value, and -- to end\n"
+          "the options; --list-options prints its options for scripts (bash completion).\n"
+          "\n"
+          "environment:\n"
+          "  TINYGPT_MODEL  the model when -m is not given (default: the shipped\n"
+          "                 shakespeare-4h.gguf, see tinygpt --version)\n"
+          "  TINYGPT_ISA    scalar|avx2|avx512|neon: the kernels to use when --isa is\n"
+          "                 not given (default: the best this CPU supports)\n"
+          "\n"
+          "exit status: 0 success, 1 runtime error (a bad file, a prompt longer than the\n"
+          "context, an unwritable output), 2 usage error; each error is one line on\n"
+          "stderr naming the problem. Outputs are written to a temporary file and\n"
+          "renamed into place. See man tinygpt.\n",
+          f);
+}
+
+static void print_isas(const char *what, int (*has)(tg_isa)) {
+    printf("%s:", what);
+    for (int i = 0; i < TG_ISA_COUNT; i++)
+        if (has((tg_isa)i)) printf(" %s", tg_isa_name((tg_isa)i));
+    putchar('\n');
+}
+
+static int version(void) {
+    const char *model = cli_default_model();
+    printf("tinygpt %s\n", TINYGPT_VERSION);
+    printf("git revision: %s\n", TINYGPT_GIT_REVISION);
+    printf("compiler: %s\n", COMPILER);
+    print_isas("ISAs compiled in", tg_isa_compiled);
+    print_isas("this CPU supports", tg_isa_supported);
+    printf("best ISA: %s\n", tg_isa_name(tg_isa_best()));
+    printf("default model: %s\n", model ? model : "(none found)");
+    fflush(stdout);
+    return ferror(stdout) ? cli_error(NULL, "writing the output failed") : EXIT_OK;
+}
+
+static const command *find(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name)) return &commands[i];
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -35,16 +89,22 @@ int main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        (!strcmp(argv[1], "help") && argc == 2)) {
         usage(stdout);
         return EXIT_OK;
     }
-    if (!strcmp(argv[1], "--version")) {
-        printf("tinygpt %s\n", TINYGPT_VERSION);
-        return EXIT_OK;
+    if (!strcmp(argv[1], "help")) {
+        const command *c = find(argv[2]);
+        if (argc > 3) return cli_usage(NULL, "help takes one COMMAND (see tinygpt help)");
+        if (!c) return cli_usage(NULL, "help: unknown command '%s' (see tinygpt help)", argv[2]);
+        static char help_flag[] = "--help";
+        char *hargv[] = {argv[2], help_flag, NULL};
+        return c->run(2, hargv);
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) return version();
+    const command *c = find(argv[1]);
+    if (c) return c->run(argc - 1, argv + 1);
     fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", argv[1]);
     return EXIT_USAGE;
 }

@@ -7,3 +7,5 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     tg_kernels_init_ops_neon(k);
     tg_kernels_init_train_neon(k);
 }
+
+int tg_isa_compiled(tg_isa isa) { return isa == TG_ISA_SCALAR || isa == TG_ISA_NEON; }

@@ -2,3 +2,5 @@
 #include "engine/engine.h"
 
 void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) { (void)k; (void)isa; }
+
+int tg_isa_compiled(tg_isa isa) { return isa == TG_ISA_SCALAR; }

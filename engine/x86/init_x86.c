@@ -11,3 +11,5 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     tg_kernels_init_ops_avx512(k);
     tg_kernels_init_train_avx512(k);
 }
+
+int tg_isa_compiled(tg_isa isa) { return isa == TG_ISA_SCALAR || isa == TG_ISA_AVX2 || isa == TG_ISA_AVX512; }
