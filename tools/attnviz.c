@@ -2,6 +2,8 @@
 #include "tools/attnviz.h"
 
 #include <math.h>
+#include <png.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,65 +150,244 @@ static void xml_text(FILE *f, const char *s) {
 }
 
 /* White (0) to deep blue (1). */
-static void colour(FILE *f, double x) {
-    x = x < 0 ? 0 : x > 1 ? 1 : x;
-    int r = (int)lrint(255 - (255 - 8) * x), g = (int)lrint(255 - (255 - 48) * x),
-        b = (int)lrint(255 - (255 - 107) * x);
-    fprintf(f, "#%02x%02x%02x", r, g, b);
+static void colour_rgb(double x, unsigned char rgb[3]) {
+    x = x < 0 || x != x ? 0 : x > 1 ? 1 : x;
+    rgb[0] = (unsigned char)lrint(255 - (255 - 8) * x);
+    rgb[1] = (unsigned char)lrint(255 - (255 - 48) * x);
+    rgb[2] = (unsigned char)lrint(255 - (255 - 107) * x);
 }
 
-tg_status attn_write_svg(const attn_map *m, const char *path, const char *title, int log_scale,
-                         tg_err *err) {
+static void colour(FILE *f, double x) {
+    unsigned char c[3];
+    colour_rgb(x, c);
+    fprintf(f, "#%02x%02x%02x", c[0], c[1], c[2]);
+}
+
+/* The colour scale's position of weight w: linear, or log10 from 1e-4 to 1. */
+static double scale_pos(float w, int log_scale) {
+    if (!log_scale) return w;
+    return (log10(w > 1e-4f ? w : 1e-4) + 4.0) / 4.0;
+}
+
+static const unsigned char MASKED[3] = {0xee, 0xee, 0xee}; /* k > q: no attention */
+
+/* ---- one head's map as a PNG in a data: URI (large T) -------------------- */
+
+typedef struct membuf {
+    unsigned char *p;
+    size_t n, cap;
+    int failed;
+} membuf;
+
+static void png_mem_write(png_structp png, png_bytep data, png_size_t len) {
+    membuf *b = png_get_io_ptr(png);
+    if (b->failed) return;
+    if (b->n + len > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 1 << 16) + len;
+        unsigned char *np = realloc(b->p, cap);
+        if (!np) {
+            b->failed = 1;
+            return;
+        }
+        b->p = np, b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+}
+
+static void png_mem_flush(png_structp png) { (void)png; }
+
+/* The T × T map of (l, h) as an RGB PNG, one pixel per (query row, key
+ * column), into b. 0, or -1 (out of memory or a libpng error). */
+static int head_png(const attn_map *m, int l, int h, int log_scale, membuf *b) {
+    int T = m->T;
+    unsigned char *rgb = malloc((size_t)T * T * 3);
+    png_bytep *rows = malloc((size_t)T * sizeof *rows);
+    png_structp png = rgb && rows ? png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL)
+                                  : NULL;
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    int ok = 0;
+    if (!info) goto done;
+    for (int q = 0; q < T; q++) {
+        const float *p = attn_row(m, l, h, q);
+        rows[q] = rgb + (size_t)q * T * 3;
+        for (int k = 0; k < T; k++)
+            if (k > q) memcpy(rows[q] + 3 * k, MASKED, 3);
+            else colour_rgb(scale_pos(p[k], log_scale), rows[q] + 3 * k);
+    }
+    if (setjmp(png_jmpbuf(png))) goto done;
+    png_set_write_fn(png, b, png_mem_write, png_mem_flush);
+    png_set_IHDR(png, info, (png_uint_32)T, (png_uint_32)T, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_compression_level(png, 9);
+    png_write_info(png, info);
+    png_write_image(png, rows);
+    png_write_end(png, NULL);
+    ok = !b->failed;
+done:
+    if (png) png_destroy_write_struct(&png, info ? &info : NULL);
+    free(rows);
+    free(rgb);
+    return ok ? 0 : -1;
+}
+
+static void base64(FILE *f, const unsigned char *p, size_t n) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        fputc(tab[v >> 18 & 63], f);
+        fputc(tab[v >> 12 & 63], f);
+        fputc(i + 1 < n ? tab[v >> 6 & 63] : '=', f);
+        fputc(i + 2 < n ? tab[v & 63] : '=', f);
+    }
+}
+
+/* ---- the SVG ------------------------------------------------------------- */
+
+/* The layout: every size in SVG pixels. */
+typedef struct svg_layout {
+    double cell;    /* side of one (query, key) cell */
+    double font;    /* token label size */
+    int every;      /* label every k-th token */
+    double margin;  /* room for the row labels (left) and column labels (below) */
+    double tile_w, tile_h;
+} svg_layout;
+
+static svg_layout layout(const attn_map *m) {
     int T = m->T, lw = 0;
     for (int t = 0; t < T; t++) lw = label_cols(m->labels[t]) > lw ? label_cols(m->labels[t]) : lw;
     if (lw > 16) lw = 16;
-    double cell = T <= 24 ? 14 : T <= 64 ? 7 : 3;
-    double font = cell >= 7 ? cell * 0.8 : 0;      /* no labels when cells are tiny */
-    double margin = font > 0 ? lw * font * 0.62 + 6 : 4;
-    double side = T * cell, tile_w = margin + side + 16, tile_h = margin + side + 28;
-    double W = m->H * tile_w + 20, Hh = m->L * tile_h + 60;
+    svg_layout y;
+    y.cell = T <= 24 ? 14 : T <= 64 ? 8 : T <= 128 ? 4 : 2.5;
+    y.font = y.cell * 0.8 < 7 ? 7 : y.cell * 0.8 > 11 ? 11 : y.cell * 0.8;
+    y.every = (int)ceil(y.font * 1.1 / y.cell);
+    if (y.every < 1) y.every = 1;
+    /* labelled every k-th token: the index goes in front ("40 ·the") */
+    int chars = lw + (y.every > 1 ? 4 : 0);
+    y.margin = chars * y.font * 0.62 + 8;
+    y.tile_w = y.margin + T * y.cell + 16;
+    y.tile_h = 18 + T * y.cell + y.margin + 10;
+    return y;
+}
+
+static void label_text(FILE *f, const attn_map *m, const svg_layout *y, int t) {
+    if (y->every > 1) fprintf(f, "%d ", t);
+    xml_text(f, m->labels[t]);
+}
+
+tg_status attn_write_svg(const attn_map *m, const char *path, const attn_svg_opts *so,
+                         tg_err *err) {
+    int T = m->T;
+    int l0 = so->layer >= 0 ? so->layer : 0, l1 = so->layer >= 0 ? so->layer + 1 : m->L;
+    int h0 = so->head >= 0 ? so->head : 0, h1 = so->head >= 0 ? so->head + 1 : m->H;
+    if (l0 >= m->L || h0 >= m->H || l1 > m->L || h1 > m->H)
+        return tg_fail(err, TG_ERR_ARG, "attention: layer %d / head %d is outside the map",
+                       so->layer, so->head);
+    /* Up to this many tokens every cell is an element with a tooltip; past
+     * it a head is one PNG (T × T pixels), so the file stays small and every
+     * renderer takes it (librsvg refuses documents of over 10^6 elements). */
+    int as_png = T > ATTN_SVG_RECT_MAX_T;
+    svg_layout y = layout(m);
+    const char *title = so->title ? so->title : "attention";
+    char sub[160];
+    snprintf(sub, sizeof sub, "%d token%s; rows: queries, columns: keys; colour: %s", T,
+             T == 1 ? "" : "s", so->log_scale ? "log10 weight" : "weight");
+    double title_w = 10 + 0.6 * 14 * (double)(label_cols(title) > label_cols(sub) ? label_cols(title)
+                                                                                    : label_cols(sub));
+    double grid_w = (h1 - h0) * y.tile_w + 20, bar_w = 260;
+    double W = grid_w > title_w + 10 ? grid_w : title_w + 10;
+    if (W < bar_w + 60) W = bar_w + 60;
+    double top = 52, grid_h = (l1 - l0) * y.tile_h, Hh = top + grid_h + 50;
     cli_outfile o;
     tg_status s = cli_out_open(&o, path, err);
     if (s) return s;
     FILE *f = o.f;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-               "viewBox=\"0 0 %.0f %.0f\" font-family=\"monospace\">\n", W, Hh, W, Hh);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"10\" y=\"22\" "
-               "font-size=\"14\">");
-    xml_text(f, title ? title : "attention");
-    fprintf(f, " — rows: queries, columns: keys; colour: %s</text>\n",
-            log_scale ? "log10 weight, 1e-4 to 1" : "weight, 0 to 1");
-    for (int l = 0; l < m->L; l++)
-        for (int h = 0; h < m->H; h++) {
-            double x0 = 10 + h * tile_w, y0 = 40 + l * tile_h;
-            double hx = x0 + margin, hy = y0 + 16 + (font > 0 ? 0 : 0);
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" "
+               "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"monospace\">\n",
+            W, Hh, W, Hh);
+    fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" "
+          "font-size=\"14\">", f);
+    xml_text(f, title);
+    fprintf(f, "</text>\n<text x=\"10\" y=\"38\" font-size=\"12\">%s</text>\n", sub);
+    membuf png = {0};
+    for (int l = l0; l < l1; l++)
+        for (int h = h0; h < h1; h++) {
+            double x0 = 10 + (h - h0) * y.tile_w, y0 = top + (l - l0) * y.tile_h;
+            double hx = x0 + y.margin, hy = y0 + 18, side = T * y.cell;
             fprintf(f, "<g>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">layer %d head %d</text>\n",
-                    hx, y0 + 11, l, h);
-            for (int q = 0; q < T; q++) {
-                const float *p = attn_row(m, l, h, q);
-                for (int k = 0; k < T; k++) {
-                    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"",
-                            hx + k * cell, hy + q * cell, cell, cell);
-                    if (k > q) fputs("#eeeeee", f);
-                    else if (log_scale) colour(f, (log10(p[k] > 1e-4f ? p[k] : 1e-4) + 4.0) / 4.0);
-                    else colour(f, p[k]);
-                    fprintf(f, "\"><title>q %d k %d: %.4f</title></rect>\n", q, k, p[k]);
+                    hx, y0 + 12, l, h);
+            if (as_png) {
+                png.n = 0;
+                if (head_png(m, l, h, so->log_scale, &png)) {
+                    free(png.p);
+                    cli_out_abort(&o);
+                    return tg_fail(err, TG_ERR_NOMEM, "%s: cannot encode the PNG of layer %d head %d",
+                                   path, l, h);
+                }
+                fprintf(f, "<image x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                           "preserveAspectRatio=\"none\" style=\"image-rendering:pixelated\" "
+                           "xlink:href=\"data:image/png;base64,",
+                        hx, hy, side, side);
+                base64(f, png.p, png.n);
+                fputs("\"/>\n", f);
+            } else {
+                fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#eeeeee\"/>\n",
+                        hx, hy, side, side);
+                for (int q = 0; q < T; q++) {
+                    const float *p = attn_row(m, l, h, q);
+                    for (int k = 0; k <= q; k++) {
+                        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"",
+                                hx + k * y.cell, hy + q * y.cell, y.cell, y.cell);
+                        colour(f, scale_pos(p[k], so->log_scale));
+                        fprintf(f, "\"><title>q %d ", q);
+                        xml_text(f, m->labels[q]);
+                        fprintf(f, " → k %d ", k);
+                        xml_text(f, m->labels[k]);
+                        fprintf(f, ": %.4f</title></rect>\n", p[k]);
+                    }
                 }
             }
-            if (font > 0) {
-                for (int t = 0; t < T; t++) {
-                    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"end\">",
-                            hx - 3, hy + t * cell + cell * 0.8, font);
-                    xml_text(f, m->labels[t]);
-                    fprintf(f, "</text>\n<text transform=\"translate(%.1f,%.1f) rotate(90)\" "
-                               "font-size=\"%.1f\">", hx + t * cell + cell * 0.25, hy + side + 3, font);
-                    xml_text(f, m->labels[t]);
-                    fputs("</text>\n", f);
-                }
+            /* labels: one <text> per labelled row and column */
+            for (int t = 0; t < T; t += y.every) {
+                double c = t * y.cell + y.cell / 2;
+                fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"end\" "
+                           "dominant-baseline=\"central\">",
+                        hx - 3, hy + c, y.font);
+                label_text(f, m, &y, t);
+                fprintf(f, "</text>\n<text transform=\"translate(%.1f,%.1f) rotate(90)\" "
+                           "font-size=\"%.1f\" dominant-baseline=\"central\">",
+                        hx + c, hy + side + 3, y.font);
+                label_text(f, m, &y, t);
+                fputs("</text>\n", f);
             }
             fputs("</g>\n", f);
         }
+    free(png.p);
+    /* the colour scale */
+    double by = top + grid_h + 8;
+    fputs("<defs><linearGradient id=\"scale\">", f);
+    for (int i = 0; i <= 10; i++) {
+        fprintf(f, "<stop offset=\"%d%%\" stop-color=\"", i * 10);
+        colour(f, i / 10.0);
+        fputs("\"/>", f);
+    }
+    fprintf(f, "</linearGradient></defs>\n<g font-size=\"10\">\n"
+               "<rect x=\"10\" y=\"%.1f\" width=\"%.0f\" height=\"12\" fill=\"url(#scale)\" "
+               "stroke=\"#888888\" stroke-width=\"0.5\"/>\n",
+            by, bar_w);
+    for (int i = 0; i <= 4; i++) {
+        double x = 10 + bar_w * i / 4.0;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444444\" "
+                   "stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                x, by + 12, x, by + 16, x, by + 26);
+        if (so->log_scale) fprintf(f, "%s", (const char *[]){"≤1e-4", "1e-3", "0.01", "0.1", "1"}[i]);
+        else fprintf(f, "%.2g", i / 4.0);
+        fputs("</text>\n", f);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">attention %s; grey: a key after the query</text>\n</g>\n",
+            20 + bar_w, by + 10, so->log_scale ? "weight, log scale" : "weight");
     fputs("</svg>\n", f);
     return cli_out_commit(&o, err);
 }

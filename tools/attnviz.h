@@ -35,9 +35,21 @@ char *attn_label(const char *piece, size_t len);
  * layer/head = -1 selects all. */
 void attn_print_bars(FILE *f, const attn_map *m, int layer, int head, int q);
 
-/* Writes the layers × heads grid of T × T heatmaps (atomically). log_scale
- * colours by log10 of the weight so that sinks do not wash out the rest. */
-tg_status attn_write_svg(const attn_map *m, const char *path, const char *title, int log_scale,
+/* What attn_write_svg draws. */
+typedef struct attn_svg_opts {
+    const char *title;  /* first line of the title (the model), or NULL */
+    int log_scale;      /* colour by log10 of the weight, so sinks do not wash out the rest */
+    int layer, head;    /* only this layer / head; -1: all */
+} attn_svg_opts;
+
+/* Maps of at most this many tokens are drawn cell by cell (each with a
+ * tooltip); longer ones as one PNG per head (T × T pixels). */
+#define ATTN_SVG_RECT_MAX_T 64
+
+/* Writes the selected layers × heads grid of T × T heatmaps (atomically),
+ * with token labels (every k-th one when the cells are small) and a colour
+ * scale. */
+tg_status attn_write_svg(const attn_map *m, const char *path, const attn_svg_opts *o,
                          tg_err *err);
 
 /* Prints the map as JSON: tokens, pieces, weights[L][H][T][T]. */

@@ -16,14 +16,26 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt attention [-m MODEL] [-p PROMPT] [--layer L] [--head H] [--query I]\n"
             "                         [--svg FILE] [--log] [--json] [-t THREADS] [--isa ISA]\n"
-            "  -p PROMPT    default: \"%s\"\n"
-            "  --layer L    show only layer L (default: all)\n"
-            "  --head H     show only head H (default: all)\n"
-            "  --query I    the query token, 0-based (default: the last)\n"
-            "  --svg FILE   write a grid of heatmaps (layers x heads, tokens x tokens)\n"
-            "  --log        colour the heatmaps by log weight, so sinks do not wash out the rest\n"
-            "  --json       print every weight as JSON instead of bars\n",
-            DEFAULT_PROMPT);
+            "  -m, --model MODEL    GGUF file or Hugging Face GPT-2 folder (default: the\n"
+            "                       shipped model, or $TINYGPT_MODEL)\n"
+            "  -p, --prompt PROMPT  the text whose attention is shown, at most the context in\n"
+            "                       tokens (default: \"%s\")\n"
+            "  --layer L            show only layer L, [0, layers-1] (default: all), in the bars\n"
+            "                       and the SVG\n"
+            "  --head H             show only head H, [0, heads-1] (default: all), in the bars\n"
+            "                       and the SVG\n"
+            "  --query I            the query token of the bars, [0, tokens-1] (default: the last)\n"
+            "  --svg FILE           write a grid of heatmaps (layers x heads, tokens x tokens)\n"
+            "                       with a colour scale (default: none); up to %d tokens each\n"
+            "                       cell is an element with a tooltip, past that each head is\n"
+            "                       one embedded PNG, a pixel per cell\n"
+            "  --log                colour the heatmaps by log10 weight from 1e-4 to 1, so sinks\n"
+            "                       do not wash out the rest (default: linear, 0 to 1)\n"
+            "  --json               print every weight as JSON instead of bars\n"
+            "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
+            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
+            "                       this CPU supports)\n",
+            DEFAULT_PROMPT, ATTN_SVG_RECT_MAX_T);
 }
 
 int cmd_attention(int argc, char **argv) {
@@ -32,15 +44,15 @@ int cmd_attention(int argc, char **argv) {
     int log_scale = 0, json = 0;
     run_opts ro = {0};
     const cli_opt opts[] = {
-        {CLI_STR("-m", NULL, &model_path)},
-        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_STR("-m", "--model", &model_path)},
+        {CLI_STR("-p", "--prompt", &prompt)},
         {CLI_INT("--layer", NULL, &layer, 0, 1 << 20)},
         {CLI_INT("--head", NULL, &head, 0, 1 << 20)},
         {CLI_INT("--query", NULL, &query, 0, 1 << 24)},
         {CLI_STR("--svg", NULL, &svg)},
         {CLI_FLAG("--log", NULL, &log_scale, 1)},
         {CLI_FLAG("--json", NULL, &json, 1)},
-        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
         {0},
     };
@@ -93,7 +105,8 @@ int cmd_attention(int argc, char **argv) {
         attn_print_bars(stdout, &m, (int)layer, (int)head, q);
     }
     if (svg) {
-        if (attn_write_svg(&m, svg, rc.model_path, log_scale, &err)) {
+        attn_svg_opts so = {rc.model_path, log_scale, (int)layer, (int)head};
+        if (attn_write_svg(&m, svg, &so, &err)) {
             code = cli_error(CMD, "%s", err.msg);
             goto done;
         }

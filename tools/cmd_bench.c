@@ -31,15 +31,26 @@ static void usage_text(FILE *f) {
     fprintf(f,
             "usage: tinygpt bench [-m MODEL] [-t 1,2] [-p 128,512] [-n 128] [-r 5] [--isa ISA]\n"
             "                     [--json] [--no-roofline] [--probe-seconds S]\n"
-            "\n"
-            "  -t LIST   thread counts (default 1)\n"
-            "  -p LIST   prompt lengths: one prefill of N tokens per run (default 128; 0 skips)\n"
-            "  -n LIST   generation lengths: N decode steps per run (default 128; 0 skips)\n"
-            "  -r N      repetitions after one warm-up run (default 5)\n"
-            "Rows: tok/s mean ± sd; GFLOP/s and GB/s (weights + KV cache read) achieved;\n"
-            "'roof' = the roofline bound max(flops/peak, bytes/bandwidth) over the time,\n"
-            "i.e. the larger of GFLOP/s / peak and GB/s / bandwidth, with peak and\n"
-            "bandwidth measured first at each thread count (--json has both fractions).\n");
+            "  -m, --model MODEL        GGUF file or Hugging Face GPT-2 folder (default: the\n"
+            "                           shipped model, or $TINYGPT_MODEL)\n"
+            "  -t, --threads LIST       thread counts, each in [1, 256], at most 16 (default 1)\n"
+            "  -p, --n-prompt LIST      prompt lengths: one prefill of N tokens per run, each in\n"
+            "                           [1, the context] (default 128; 0 skips)\n"
+            "  -n, --n-gen LIST         generation lengths: N decode steps per run, each in\n"
+            "                           [1, the context] (default 128; 0 skips)\n"
+            "  -r, --repetitions N      repetitions after one warm-up run, [1, 1000] (default 5)\n"
+            "  --isa ISA                scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the\n"
+            "                           best this CPU supports)\n"
+            "  --json                   print every row and every repetition's time as JSON\n"
+            "  --no-roofline            skip the bandwidth and FMA probes (no roof column)\n"
+            "  --probe-seconds S        time each roofline probe runs, [0.01, 60] (default 1)\n"
+            "columns: threads; test (ppN: one prefill of N tokens, tgN: N decode steps from\n"
+            "an empty cache, no sampling); t/s = tokens per second, mean ± sample standard\n"
+            "deviation over the repetitions; GFLOP/s = floating-point operations the test\n"
+            "does (model/opcount.h) per second; GB/s = weights + KV cache bytes read per\n"
+            "second; roof = the roofline bound max(flops / FMA peak, bytes / DRAM bandwidth)\n"
+            "over the time, i.e. the larger of GFLOP/s / peak and GB/s / bandwidth, with\n"
+            "peak and bandwidth measured first at each thread count (--json has both).\n");
 }
 
 /* A list flag where 0 alone means "none". */

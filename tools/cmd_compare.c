@@ -34,20 +34,53 @@ static const char *const DEFAULT_PROMPT = "The researcher who wrote the paper sa
 
 enum { CHUNK = 128, N_BUCKETS = 4, N_INDUCTION_SEQS = 4, SPEED_REPS = 3 };
 
+/* What every row and column of the text output means: in --help and under it. */
+static const char legend[] =
+    "rows and columns:\n"
+    "  2. tokens scored: the text's tokens predicted, in non-overlapping windows of N\n"
+    "     (tinygpt eval's default scheme); nats/token: mean negative log-likelihood;\n"
+    "     perplexity: e^(nats/token); nats/byte: the same nats over the text's bytes;\n"
+    "     loss @ pos a-b: nats/token of the positions a..b of the windows;\n"
+    "     in-context score: the last bucket's loss minus the first's (negative = the\n"
+    "     context helps)\n"
+    "  3. prefill / decode tok/s: N tokens prefilled, N steps decoded (median of 3);\n"
+    "     attention, prefill / decode: attention's share of the phase (profiled)\n"
+    "  4. per layer and head, over the first --head-tokens tokens: entropy = the\n"
+    "     normalised entropy of its weights (0 = one position, 1 = uniform); conf =\n"
+    "     the mean largest weight; sink = the mean weight on position 0; prev = on the\n"
+    "     previous token; induct = on the token after the earlier copy of the current\n"
+    "     one, on repeated random sequences; Δloss = nats/token lost when the head is\n"
+    "     zeroed; class = induction (induct >= 0.3), previous-token (prev >= 0.5),\n"
+    "     sink (sink >= 0.5), local (>= 0.6 on the last 4 positions), broad\n"
+    "     (entropy >= 0.6), else mixed\n"
+    "  5. all heads: the model's loss; best head / random head: the loss keeping only\n"
+    "     the layer's best head / the mean over keeping each one; best is: its index\n"
+    "  6. top-1 agreement: the fraction of positions where A and B predict the same\n"
+    "     token; mean KL(A||B): in nats, over the same positions\n";
+
 static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt compare A B -f TEXT [-p PROMPT] [--ctx N] [--svg DIR] [--json]\n"
             "                        [--head-tokens N] [--seed S] [--no-agreement] [-t THREADS] [--isa ISA]\n"
-            "  A, B             two models (GGUF files or Hugging Face GPT-2 folders)\n"
-            "  -f TEXT          the text both are scored on (e.g. held-out data)\n"
-            "  -p PROMPT        the prompt of the attention maps (with --svg)\n"
-            "  --ctx N          window length in tokens (default: the smaller context)\n"
-            "  --svg DIR        write DIR/A.svg and DIR/B.svg: attention heatmaps of the prompt\n"
-            "  --json           print everything as one JSON object\n"
-            "  --head-tokens N  tokens of the text used for the per-head metrics and\n"
-            "                   ablations, [2, 10^7] (default 2048)\n"
-            "  --seed S         seed of the random induction sequences (default 1)\n"
-            "  --no-agreement   skip part 6 (needed when the vocabularies differ)\n");
+            "  A, B                two models (GGUF files or Hugging Face GPT-2 folders)\n"
+            "  -f, --file TEXT     the text both are scored on (e.g. held-out data)\n"
+            "  -p, --prompt PROMPT the prompt of the attention maps (with --svg; default:\n"
+            "                      \"%s\")\n"
+            "  --ctx N             window length in tokens, [2, the smaller context]\n"
+            "                      (default: the smaller context)\n"
+            "  --svg DIR           write DIR/A.svg and DIR/B.svg: attention heatmaps of the\n"
+            "                      prompt (default: none)\n"
+            "  --json              print everything as one JSON object\n"
+            "  --head-tokens N     tokens of the text used for the per-head metrics and\n"
+            "                      ablations, [2, 10^7] (default 2048)\n"
+            "  --seed S            seed of the random induction sequences, [0, 2^31-1]\n"
+            "                      (default 1)\n"
+            "  --no-agreement      skip part 6 (needed when the vocabularies differ)\n"
+            "  -t, --threads N     worker threads, [1, 1024] (default 1)\n"
+            "  --isa ISA           scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
+            "                      this CPU supports)\n"
+            "\n%s",
+            DEFAULT_PROMPT, legend);
 }
 
 /* ---- one model --------------------------------------------------------------- */
@@ -457,6 +490,7 @@ static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
     else
         printf("top-1 agreement %.4f   mean KL(A||B) %.5f nats   over %zu positions\n",
                safe_div((double)ag->top1, (double)ag->n), safe_div(ag->kl, (double)ag->n), ag->n);
+    printf("\n%s", legend);
 }
 
 /* JSON numbers: NaN (an empty bucket) becomes null. */
@@ -574,7 +608,8 @@ static int write_maps(side *s, const char *dir, const char *prompt, tg_err *err)
         st = tg_fail(err, TG_ERR_RANGE, "compare: the prompt has %zu tokens (need 1..%d)", n,
                      tg_gpt_n_ctx(s->rc.gpt));
     if (!st) st = attn_capture(&m, s->rc.gpt, s->rc.tok, ids, (int)n, err);
-    if (!st) st = attn_write_svg(&m, path, s->path, 0, err);
+    attn_svg_opts so = {.title = s->path, .layer = -1, .head = -1};
+    if (!st) st = attn_write_svg(&m, path, &so, err);
     if (!st) fprintf(stderr, "wrote %s\n", path);
     attn_map_free(&m);
     free(ids);
@@ -597,15 +632,15 @@ int cmd_compare(int argc, char **argv) {
     int json = 0, do_agree = 1, n_paths = 0;
     run_opts ro = {0};
     const cli_opt opts[] = {
-        {CLI_STR("-f", NULL, &text_path)},
-        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_STR("-f", "--file", &text_path)},
+        {CLI_STR("-p", "--prompt", &prompt)},
         {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
         {CLI_STR("--svg", NULL, &svg)},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {CLI_INT("--head-tokens", NULL, &head_tokens, 2, 10000000)},
         {CLI_INT("--seed", NULL, &seed, 0, 0x7fffffffL)},
         {CLI_FLAG("--no-agreement", NULL, &do_agree, 0)},
-        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
         {CLI_ARGS(take_model, paths), .n = &n_paths},
         {0},

@@ -8,8 +8,10 @@
 
 static const char *usage_text =
     "usage: tinygpt convert DIR -o OUT.gguf [--dtype f32|f16]\n"
-    "  DIR   a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
-    "        vocab.json, merges.txt) or a GGUF file to re-encode\n";
+    "  DIR                 a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
+    "                      vocab.json, merges.txt) or a GGUF file to re-encode\n"
+    "  -o, --output OUT    the GGUF file to write (required)\n"
+    "  --dtype f32|f16     how the matrices are stored (default f32; vectors stay f32)\n";
 
 static void help(FILE *f) { fputs(usage_text, f); }
 

@@ -15,9 +15,18 @@
 static const char *usage_text =
     "usage: tinygpt init --layers L --heads H --embd E --ctx C (--vocab-from PATH | --byte-vocab)\n"
     "                    [--seed S] [--dtype f32|f16] -o OUT.gguf\n"
-    "  --vocab-from PATH  take the tokenizer of a GGUF or Hugging Face folder\n"
-    "  --byte-vocab       256 byte tokens + <|endoftext|> (V = 257)\n"
-    "  --seed S           random seed (default 1)\n";
+    "  --layers L          transformer blocks, [1, 1024] (required)\n"
+    "  --heads H           attention heads per block, [1, 1024], dividing E (required)\n"
+    "  --embd E            width, [1, 65536] (required; the MLP is 4E wide)\n"
+    "  --ctx C             context length in tokens, [1, 2^20] (required)\n"
+    "  --vocab-from PATH   take the tokenizer of a GGUF or Hugging Face folder\n"
+    "  --byte-vocab        256 byte tokens + <|endoftext|> (V = 257)\n"
+    "  --seed S            random seed, [0, 2^63-1] (default 1)\n"
+    "  --dtype f32|f16     how the matrices are stored (default f32)\n"
+    "  -o, --output OUT    the GGUF file to write (required)\n"
+    "GPT-2's initialisation: weights N(0, 0.02), the residual projections\n"
+    "N(0, 0.02/sqrt(2L)), biases 0, layer norms 1 and 0; the output tied to the\n"
+    "token embedding. Exactly one of --vocab-from and --byte-vocab.\n";
 
 /* splitmix64: a small seeded generator; Box-Muller for normals */
 typedef struct rng {

@@ -15,8 +15,11 @@
 
 static const char *usage_text =
     "usage: tinygpt inspect PATH [--json]\n"
-    "  PATH    a GGUF file or a Hugging Face GPT-2 folder\n"
-    "  --json  print one JSON object instead of text\n";
+    "  PATH     a GGUF file or a Hugging Face GPT-2 folder\n"
+    "  --json   print one JSON object instead of text\n"
+    "Prints the format, the configuration, the parameter count, every tensor (name,\n"
+    "type, shape, bytes, offset), the tokenizer and the problems found; the exit\n"
+    "status is 1 when the file cannot be loaded.\n";
 
 /* One row of the tensor table, whatever the format. */
 typedef struct tensor_row {

@@ -35,6 +35,22 @@ typedef struct profile_args {
     int n_sweep;
 } profile_args;
 
+/* What every column of the text tables means: under the tables and in --help. */
+static const char op_legend[] =
+    "columns: calls = how often the op was timed (once per step and layer; the attention\n"
+    "parts once per step, layer and head); total ms = wall time inside the op; % phase =\n"
+    "its share of the phase's wall time; µs/call = total / calls; GFLOP/s = its\n"
+    "floating-point operations (model/opcount.h) per second; GB/s = every byte it reads\n"
+    "(weights, KV cache, activations) per second; % roof = the roofline bound\n"
+    "max(flops / FMA peak, (weight + KV cache bytes) / DRAM bandwidth) over its time\n"
+    "('-': no roofline, or an op with no cost model). (outside ops) = the phase's time\n"
+    "no op was running: glue, the probe's clock reads, dispatch, wake-ups.\n";
+static const char sweep_legend[] =
+    "columns: ctx = positions in the cache; step µs = median decode step; attn µs = its\n"
+    "attention (scores + softmax + mix, all layers and heads); attn % = attn / step;\n"
+    "µs/head = attn µs / (layers x heads); scores, softmax, mix = the three parts in µs\n"
+    "per step; GFLOP/s = attention's flops per second; % roof = its roofline bound.\n";
+
 static void usage_text(FILE *f) {
     fprintf(f,
             "usage: tinygpt profile [-m MODEL] [-p PROMPT | --prompt-tokens N] [-n GEN] [-r REPEAT]\n"
@@ -49,13 +65,38 @@ static void usage_text(FILE *f) {
             "max(flops / FMA peak, DRAM bytes / DRAM bandwidth) over the measured time,\n"
             "where DRAM bytes are weights + KV cache (activations are taken to be in cache);\n"
             "peak and bandwidth are measured on this machine first (--no-roofline skips).\n"
-            "  -r REPEAT          run the whole prefill + decode REPEAT times (default 1);\n"
-            "                     the tables add them up (steadier on a busy machine)\n"
-            "  --per-layer        rows per layer as well\n"
-            "  --per-head         attention rows per head (summed over layers)\n"
-            "  --ctx-sweep LIST   decode at each context length instead: attention's share\n"
-            "                     of the step and its µs per head\n"
-            "  --trace FILE.json  Chrome trace events (ui.perfetto.dev): one track per thread\n");
+            "  -m, --model MODEL     GGUF file or Hugging Face GPT-2 folder (default: the\n"
+            "                        shipped model, or $TINYGPT_MODEL)\n"
+            "  -p, --prompt PROMPT   the prompt to prefill (default: random tokens)\n"
+            "  --prompt-tokens N     prefill N random tokens instead, [1, the context - GEN]\n"
+            "                        (default 128, fewer if the context is short)\n"
+            "  -n, --gen GEN         decode steps after the prompt, each followed by the\n"
+            "                        sampler, [0, 2^20] and within the context (default 32);\n"
+            "                        --n-predict GEN is the same\n"
+            "  -r, --repeat REPEAT   run the whole prefill + decode REPEAT times, [1, 10000]\n"
+            "                        (default 1); the tables add them up (steadier on a\n"
+            "                        busy machine)\n"
+            "  -t, --threads N       worker threads, [1, 256] (default 1)\n"
+            "  --isa ISA             scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the\n"
+            "                        best this CPU supports)\n"
+            "  --per-layer           rows per layer as well\n"
+            "  --per-head            attention rows per head (summed over layers)\n"
+            "  --json                every number as one JSON object\n"
+            "  --csv                 the rows as CSV (phase, op, layer, head, ...)\n"
+            "  --trace FILE.json     Chrome trace events (ui.perfetto.dev): one track per thread\n"
+            "  --ctx-sweep LIST      decode at each context length instead, each in [1, the\n"
+            "                        context - 1], at most 64: attention's share of the step\n"
+            "                        and its µs per head\n"
+            "  --sweep-steps N       decode steps timed at each --ctx-sweep length (their\n"
+            "                        median is reported), [1, 100000] (default 8)\n"
+            "  --no-roofline         skip the bandwidth and FMA probes (no %% roof column)\n"
+            "  --probe-seconds S     time each roofline probe runs, [0.01, 60] (default 1)\n"
+            "  --seed N              seed of the random prompt tokens and of the sampler,\n"
+            "                        [0, 2^62] (default 0)\n"
+            "\n");
+    fputs(op_legend, f);
+    fputs("--ctx-sweep ", f);
+    fputs(sweep_legend, f);
 }
 
 /* --json or --csv, at once an error when the other one was given before */
@@ -77,6 +118,7 @@ static int parse_args(int argc, char **argv, profile_args *a) {
         {CLI_STR("--trace", NULL, &a->trace)},
         {CLI_INT("--prompt-tokens", NULL, &a->prompt_tokens, 1, 1 << 20)},
         {CLI_INT("-n", "--gen", &a->gen, 0, 1 << 20)},
+        {CLI_INT("--n-predict", NULL, &a->gen, 0, 1 << 20)}, /* llama.cpp's name for -n */
         {CLI_INT("-t", "--threads", &a->threads, 1, 256)},
         {CLI_INT("-r", "--repeat", &a->reps, 1, 10000)},
         {CLI_INT("--sweep-steps", NULL, &a->sweep_steps, 1, 100000)},
@@ -588,6 +630,7 @@ static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f)
         if (r->attn_roof_pct >= 0) fprintf(f, " %6.1f%%\n", r->attn_roof_pct);
         else fprintf(f, " %7s\n", "-");
     }
+    fprintf(f, "\n%s", sweep_legend);
 }
 
 /* ---- main ------------------------------------------------------------------------- */
@@ -714,6 +757,7 @@ int cmd_profile(int argc, char **argv) {
         } else {
             print_header_lines(&rp, stdout);
             for (int ph = 0; ph < TG_PHASE_COUNT; ph++) print_phase_text(&rp, (tg_phase)ph, stdout);
+            printf("\n%s", op_legend);
         }
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {

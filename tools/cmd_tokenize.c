@@ -14,9 +14,12 @@ static const char *const CMD = "tokenize";
 static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt tokenize [-m MODEL] (-p TEXT | -f FILE) [--json] [--verbose]\n"
-            "  -m MODEL            GGUF file (a vocabulary-only one will do) or Hugging Face\n"
-            "                      folder (vocab.json, merges.txt) (default: the shipped model)\n"
-            "  -p TEXT | -f FILE   the text\n"
+            "                        [--no-parse-special]\n"
+            "  -m, --model MODEL   GGUF file (a vocabulary-only one will do) or Hugging Face\n"
+            "                      folder (vocab.json, merges.txt) (default: the shipped\n"
+            "                      model, or $TINYGPT_MODEL)\n"
+            "  -p, --prompt TEXT   the text\n"
+            "  -f, --file FILE     the text, read from FILE\n"
             "  --json              print {\"ids\": [...]} (with --verbose also \"pieces\", each\n"
             "                      token as spelled in the vocabulary, e.g. \"Ġthe\")\n"
             "  --verbose           one token per line: id and its bytes, escaped\n"
@@ -81,9 +84,9 @@ int cmd_tokenize(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *file = NULL;
     int json = 0, verbose = 0, parse_special = 1;
     const cli_opt opts[] = {
-        {CLI_STR("-m", NULL, &model_path)},
-        {CLI_STR("-p", NULL, &prompt)},
-        {CLI_STR("-f", NULL, &file)},
+        {CLI_STR("-m", "--model", &model_path)},
+        {CLI_STR("-p", "--prompt", &prompt)},
+        {CLI_STR("-f", "--file", &file)},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {CLI_FLAG("--verbose", NULL, &verbose, 1)},
         {CLI_FLAG("--no-parse-special", NULL, &parse_special, 0)},

@@ -65,29 +65,39 @@ static void on_signal(int sig) { g_stop = sig; }
 static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt train -f TEXT -o OUT.gguf [options]\n"
-            "  -f TEXT              training text (the last --val-frac of its bytes is held out)\n"
-            "  -o OUT.gguf          the trained model; OUT.ckpt, OUT.csv, OUT.svg beside it\n"
-            "  --layers L           transformer blocks (default 4)\n"
-            "  --heads H            attention heads; must divide --embd (default 4)\n"
-            "  --embd E             width (default 128)\n"
-            "  --ctx C              context length in tokens (default 256)\n"
-            "  --vocab N            learn a byte-level BPE of N tokens from the text (default 1024)\n"
-            "  --tokenizer-from M   use the tokenizer of model M instead\n"
-            "  --batch B            sequences per step (default 8)\n"
-            "  --steps S            optimizer steps (default 1000)\n"
-            "  --lr LR              peak learning rate (default 1e-3)\n"
-            "  --lr-min LR          final learning rate of the cosine decay (default LR/10)\n"
-            "  --warmup W           linear warmup steps (default min(100, S/10))\n"
-            "  --weight-decay WD    AdamW weight decay on matrices and embeddings (default 0.1)\n"
-            "  --grad-clip G        clip the global gradient norm to G, 0 = off (default 1.0)\n"
-            "  --seed S             initialisation and batch order (default 1)\n"
+            "  -f, --file TEXT      training text (the last --val-frac of its bytes is held out)\n"
+            "  -o, --output OUT     the trained model OUT.gguf; OUT.ckpt, OUT.csv, OUT.svg\n"
+            "                       beside it (required)\n"
+            "  --layers L           transformer blocks, [1, 64] (default 4)\n"
+            "  --heads H            attention heads, [1, 256]; must divide --embd (default 4)\n"
+            "  --embd E             width, [1, 4096] (default 128)\n"
+            "  --ctx C              context length in tokens, [2, 8192] (default 256)\n"
+            "  --vocab N            learn a byte-level BPE of N tokens from the text,\n"
+            "                       [%d, 65536] (default 1024)\n"
+            "  --tokenizer-from M   use the tokenizer of model M instead (default: --vocab)\n"
+            "  --batch B            sequences per step, [1, 256] (default 8)\n"
+            "  --steps S            optimizer steps, [1, 10^8] (default 1000)\n"
+            "  --lr LR              peak learning rate, [1e-9, 10] (default 1e-3)\n"
+            "  --lr-min LR          final learning rate of the cosine decay, [0, 10]\n"
+            "                       (default LR/10)\n"
+            "  --warmup W           linear warmup steps, [0, 10^8] (default min(100, S/10))\n"
+            "  --weight-decay WD    AdamW weight decay on matrices and embeddings, [0, 10]\n"
+            "                       (default 0.1)\n"
+            "  --grad-clip G        clip the global gradient norm to G, [0, 10^6], 0 = off\n"
+            "                       (default 1.0)\n"
+            "  --seed S             initialisation and batch order, [0, 2^32-1] (default 1)\n"
             "  --val-frac F         held-out fraction of the bytes, [0, 0.5] (default 0.1)\n"
-            "  --eval-every K       validation loss every K steps (default 100)\n"
-            "  --save-every K       checkpoint every K steps (default: --eval-every)\n"
+            "  --eval-every K       validation loss every K steps, [1, 10^8] (default 100)\n"
+            "  --save-every K       checkpoint every K steps, [1, 10^8] (default: --eval-every)\n"
             "  --f16                store the GGUF's matrices in f16\n"
             "  --resume CKPT        continue from OUT.ckpt (its options; give the same -f)\n"
-            "  --stop-at N          stop after step N as if interrupted (for tests)\n"
-            "  -t THREADS           worker threads (default 1; results do not depend on it)\n");
+            "                       (default: a fresh start)\n"
+            "  --stop-at N          stop after step N as if interrupted (for tests), [1, 10^8]\n"
+            "                       (default: off)\n"
+            "  -t, --threads N      worker threads, [1, 1024] (default 1; results do not\n"
+            "                       depend on it)\n"
+            "OUT.svg plots the training loss per step and the validation loss, with the\n"
+            "learning rate on a second axis; OUT.csv has the same numbers.\n", TG_BPE_MIN_VOCAB);
 }
 
 static double now_s(void) {
@@ -377,8 +387,8 @@ int cmd_train(int argc, char **argv) {
     /* CKPT: the options a checkpoint fixes, which --resume does not take */
 #define CKPT .seen = &n_model_flags
     const cli_opt opts[] = {
-        {CLI_STR("-f", NULL, &text_path)},
-        {CLI_STR("-o", NULL, &out)},
+        {CLI_STR("-f", "--file", &text_path)},
+        {CLI_STR("-o", "--output", &out)},
         {CLI_INT("--layers", NULL, &o.layers, 1, 64), CKPT},
         {CLI_INT("--heads", NULL, &o.heads, 1, 256), CKPT},
         {CLI_INT("--embd", NULL, &o.embd, 1, 4096), CKPT},
@@ -399,7 +409,7 @@ int cmd_train(int argc, char **argv) {
         {CLI_FLAG("--f16", NULL, &o.f16, 1), CKPT},
         {CLI_STR("--resume", NULL, &resume)},
         {CLI_INT("--stop-at", NULL, &stop_at, 1, 100000000)},
-        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {0},
     };
 #undef CKPT
