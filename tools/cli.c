@@ -288,14 +288,20 @@ static const cli_opt *find_args(const cli_opt *opts) {
     return NULL;
 }
 
-/* --list-options: one line per option, "NAME[,ALT] flag|value", for the
- * bash completion and the tests that keep --help, the man page and the
- * completion in step with the tables. */
+/* --list-options: one line per option, "NAME[,ALT] KIND" with KIND flag,
+ * string, int, number, list or value, for the bash completion and the
+ * tests that keep --help, the man page and the completion in step with the
+ * tables. */
 static void list_options(const cli_opt *opts) {
-    for (const cli_opt *o = opts; o->kind != CLI_KIND_END; o++)
-        if (o->kind != CLI_KIND_ARGS)
-            printf("%s%s%s %s\n", o->name, o->alt ? "," : "", o->alt ? o->alt : "",
-                   o->kind == CLI_KIND_FLAG ? "flag" : "value");
+    static const char *const kinds[] = {
+        [CLI_KIND_FLAG] = "flag", [CLI_KIND_STR] = "string", [CLI_KIND_INT] = "int",
+        [CLI_KIND_FLOAT] = "number", [CLI_KIND_LIST] = "list", [CLI_KIND_CALL] = "value",
+    };
+    for (const cli_opt *o = opts; o->kind != CLI_KIND_END; o++) {
+        if (o->kind == CLI_KIND_ARGS) continue;
+        /* a callback may replace a kind's conversion; it still takes a value or not */
+        printf("%s%s%s %s\n", o->name, o->alt ? "," : "", o->alt ? o->alt : "", kinds[o->kind]);
+    }
     printf("-h,--help flag\n");
 }
 

@@ -45,7 +45,8 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
  *
  * cli_parse reads argv[1..] left to right, so the first problem is the one
  * reported. -h/--help prints help(stdout) and stops; --list-options prints
- * the table, one "NAME[,ALT] flag|value" a line, and stops; a valued option
+ * the table, one "NAME[,ALT] KIND" a line (KIND: flag, string, int, number,
+ * list, value), and stops; a valued option
  * takes the next argument whatever it looks like, or the rest of a long
  * option after '=' (--ctx=64); "--" ends the options (what follows goes to
  * the ARGS entry); an option given twice keeps the last value. Every usage error is one line naming the flag as typed:

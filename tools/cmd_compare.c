@@ -64,7 +64,7 @@ static void help(FILE *f) {
             "                        [--head-tokens N] [--seed S] [--no-agreement] [-t THREADS] [--isa ISA]\n"
             "  A, B                two models (GGUF files or Hugging Face GPT-2 folders)\n"
             "  -f, --file TEXT     the text both are scored on (e.g. held-out data)\n"
-            "  -p, --prompt PROMPT the prompt of the attention maps (with --svg; default:\n"
+            "  -p, --prompt PROMPT  the prompt of the attention maps (with --svg; default:\n"
             "                      \"%s\")\n"
             "  --ctx N             window length in tokens, [2, the smaller context]\n"
             "                      (default: the smaller context)\n"
