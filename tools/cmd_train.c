@@ -295,6 +295,16 @@ done:
 
 /* ---- CSV and SVG ------------------------------------------------------------ */
 
+static void xml_escape(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '&') fputs("&amp;", f);
+        else if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}
+
 static tg_status write_csv(const run *r, tg_err *err) {
     cli_outfile of;
     if (cli_out_open(&of, r->csv_path, err) != 0) return TG_ERR_IO;
@@ -309,48 +319,130 @@ static tg_status write_csv(const run *r, tg_err *err) {
     return cli_out_commit(&of, err) == 0 ? TG_OK : TG_ERR_IO;
 }
 
+/* Ticks for [lo, hi]: a step of 1, 2 or 5 times a power of ten giving
+ * about n intervals; the first tick at or above lo. */
+static double nice_step(double lo, double hi, int n) {
+    double raw = (hi - lo) / n, p = pow(10, floor(log10(raw))), m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+/* The loss curve: training loss per step (one line), validation loss at each
+ * evaluation (points joined by a line), the learning rate on the right-hand
+ * axis, with gridlines at the loss ticks and the step ticks. */
 static tg_status write_svg(const run *r, tg_err *err) {
+    enum { MAX_LINE_POINTS = 2000, MAX_DOTS = 400 };
     cli_outfile of;
     if (cli_out_open(&of, r->svg_path, err) != 0) return TG_ERR_IO;
-    const double W = 720, H = 420, x0 = 60, y0 = 20, pw = 640, ph = 350;
-    double lo = INFINITY, hi = -INFINITY;
+    const double W = 800, H = 470, x0 = 70, y0 = 56, pw = 640, ph = 340;
+    double lo = INFINITY, hi = -INFINITY, lr_hi = 0;
     int64_t smax = 1;
+    size_t n_val = 0;
     for (size_t i = 0; i < r->n_hist; i++) {
         const hist_row *h = &r->hist[i];
         float v[2] = {h->train_loss, h->val_loss};
         for (int k = 0; k < 2; k++)
             if (isfinite(v[k])) lo = v[k] < lo ? v[k] : lo, hi = v[k] > hi ? v[k] : hi;
         if (h->step > smax) smax = h->step;
+        if (isfinite(h->lr) && h->lr > lr_hi) lr_hi = h->lr;
+        n_val += isfinite(h->val_loss) != 0;
     }
-    if (!(lo < hi)) lo = 0, hi = 1;
+    if (!(lo < hi)) lo = isfinite(lo) ? lo - 0.5 : 0, hi = lo + 1;
+    double ystep = nice_step(lo, hi, 6);
+    lo = floor(lo / ystep) * ystep, hi = ceil(hi / ystep) * ystep;
+    if (!(lr_hi > 0)) lr_hi = 1;
+    double lrstep = nice_step(0, lr_hi, 4);
+    lr_hi = ceil(lr_hi / lrstep) * lrstep;
+    double xstep = nice_step(0, (double)smax, 8);
+    if (xstep < 1) xstep = 1;
+#define PX(step) (x0 + pw * (double)(step) / (double)smax)
+#define PY(v) (y0 + ph - ph * ((v) - lo) / (hi - lo))
+#define PLR(v) (y0 + ph - ph * (v) / lr_hi)
     FILE *f = of.f;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            W, H, W, H);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n",
+    /* title: the model and its run */
+    fprintf(f, "<text id=\"title\" x=\"%.0f\" y=\"22\" font-size=\"15\">", x0);
+    xml_escape(f, r->out);
+    fprintf(f, ": training</text>\n<text x=\"%.0f\" y=\"40\" fill=\"#555555\">%d layer%s, %d head%s, "
+               "width %d, context %d, batch %d; %lld steps, peak lr %g, warmup %lld</text>\n",
+            x0, r->o.layers, r->o.layers == 1 ? "" : "s", r->o.heads, r->o.heads == 1 ? "" : "s",
+            r->o.embd, r->o.ctx, r->o.batch, (long long)r->o.steps, r->o.lr, (long long)r->o.warmup);
+    /* gridlines and ticks */
+    fprintf(f, "<g id=\"grid\" stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
+    for (double v = lo; v <= hi + ystep * 1e-6; v += ystep)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0, PY(v), x0 + pw, PY(v));
+    for (double s = 0; s <= smax + xstep * 1e-6; s += xstep)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\"/>\n", PX(s), y0, PX(s), y0 + ph);
+    fprintf(f, "</g>\n<g id=\"ticks\">\n");
+    for (double v = lo; v <= hi + ystep * 1e-6; v += ystep)
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", x0 - 6, PY(v) + 4,
+                round(v / ystep) * ystep);
+    for (double s = 0; s <= smax + xstep * 1e-6; s += xstep)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.0f</text>\n", PX(s),
+                y0 + ph + 16, s);
+    for (double v = 0; v <= lr_hi + lrstep * 1e-6; v += lrstep)
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#2ca02c\">%.3g</text>\n", x0 + pw + 6, PLR(v) + 4,
+                round(v / lrstep) * lrstep);
+    fprintf(f, "</g>\n<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+               "stroke=\"#888888\"/>\n",
             x0, y0, pw, ph);
-    for (int k = 0; k <= 4; k++) {
-        double v = lo + (hi - lo) * k / 4, y = y0 + ph - ph * k / 4;
-        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", x0 - 4, y + 4, v);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%lld</text>\n",
-                x0 + pw * k / 4, y0 + ph + 16, (long long)(smax * k / 4));
+    /* axis labels */
+    fprintf(f, "<text id=\"xlabel\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step</text>\n",
+            x0 + pw / 2, y0 + ph + 36);
+    fprintf(f, "<text id=\"ylabel\" transform=\"translate(%.0f,%.0f) rotate(-90)\" "
+               "text-anchor=\"middle\">loss (nats/token)</text>\n",
+            x0 - 48, y0 + ph / 2);
+    fprintf(f, "<text id=\"lrlabel\" transform=\"translate(%.0f,%.0f) rotate(90)\" "
+               "text-anchor=\"middle\" fill=\"#2ca02c\">learning rate</text>\n",
+            x0 + pw + 62, y0 + ph / 2);
+    /* the learning rate (right axis), the training loss (bucket means when
+     * there are more steps than points), the validation loss */
+    fprintf(f, "<polyline id=\"lr\" fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"1\" "
+               "stroke-dasharray=\"4 3\" points=\"");
+    size_t every = r->n_hist / MAX_LINE_POINTS + 1;
+    for (size_t i = 0; i < r->n_hist; i += every)
+        if (isfinite(r->hist[i].lr)) fprintf(f, "%.1f,%.1f ", PX(r->hist[i].step), PLR(r->hist[i].lr));
+    fprintf(f, "\"/>\n<polyline id=\"train\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1\" points=\"");
+    for (size_t i = 0; i < r->n_hist; i += every) {
+        double sum = 0, st = 0;
+        size_t n = 0;
+        for (size_t k = i; k < i + every && k < r->n_hist; k++)
+            if (isfinite(r->hist[k].train_loss)) sum += r->hist[k].train_loss, st += (double)r->hist[k].step, n++;
+        if (n) fprintf(f, "%.1f,%.1f ", PX(st / n), PY(sum / n));
     }
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step</text>\n", x0 + pw / 2, H - 6);
-    const char *color[2] = {"#1f77b4", "#d62728"};
-    const char *label[2] = {"train loss (nats/token)", "validation loss"};
-    for (int k = 0; k < 2; k++) {
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"", color[k],
-                k ? "2" : "1");
-        for (size_t i = 0; i < r->n_hist; i++) {
-            const hist_row *h = &r->hist[i];
-            float v = k ? h->val_loss : h->train_loss;
-            if (!isfinite(v)) continue;
-            fprintf(f, "%.1f,%.1f ", x0 + pw * (double)h->step / smax, y0 + ph - ph * (v - lo) / (hi - lo));
-        }
-        fprintf(f, "\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", x0 + pw - 180,
-                y0 + 16 + 16 * k, color[k], label[k]);
+    fprintf(f, "\"/>\n<polyline id=\"val\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" points=\"");
+    for (size_t i = 0; i < r->n_hist; i++)
+        if (isfinite(r->hist[i].val_loss))
+            fprintf(f, "%.1f,%.1f ", PX(r->hist[i].step), PY(r->hist[i].val_loss));
+    fprintf(f, "\"/>\n<g id=\"val-points\" fill=\"#d62728\">\n");
+    size_t dot_every = n_val / MAX_DOTS + 1, k = 0;
+    for (size_t i = 0; i < r->n_hist; i++) {
+        const hist_row *h = &r->hist[i];
+        if (!isfinite(h->val_loss) || k++ % dot_every) continue;
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>step %lld: validation %.4f "
+                   "nats/token, %.4f nats/byte</title></circle>\n",
+                PX(h->step), PY(h->val_loss), (long long)h->step, h->val_loss, h->val_npb);
     }
-    fprintf(f, "</svg>\n");
+    fprintf(f, "</g>\n");
+#undef PX
+#undef PY
+#undef PLR
+    /* legend */
+    const char *color[3] = {"#1f77b4", "#d62728", "#2ca02c"};
+    const char *label[3] = {"training loss (batch mean, nats/token)", "validation loss (held out)",
+                            "learning rate (right axis)"};
+    fprintf(f, "<g id=\"legend\">\n<rect x=\"%.0f\" y=\"%.0f\" width=\"290\" height=\"60\" "
+               "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n",
+            x0 + pw - 298, y0 + 8);
+    for (int c = 0; c < 3; c++)
+        fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
+                   "stroke-width=\"2\"%s/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+                x0 + pw - 290, y0 + 24 + 17 * c, x0 + pw - 268, y0 + 24 + 17 * c, color[c],
+                c == 2 ? " stroke-dasharray=\"4 3\"" : "", x0 + pw - 262, y0 + 28 + 17 * c, label[c]);
+    fprintf(f, "</g>\n</svg>\n");
     return cli_out_commit(&of, err) == 0 ? TG_OK : TG_ERR_IO;
 }
 

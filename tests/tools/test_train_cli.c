@@ -1,7 +1,9 @@
 /* test_train_cli.c — `tinygpt train` end to end (suite 'train'): resume is
  * bit-identical to an uninterrupted run (at another thread count), a signal
  * leaves a resumable checkpoint, and bad input fails cleanly before any
- * training. Runs the built binary on a small generated text. */
+ * training, and the loss curve SVG has its parts (title, axis labels,
+ * gridlines, validation points, the learning rate on a second axis). Runs
+ * the built binary on a small generated text. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdint.h>
@@ -206,4 +208,91 @@ Test(train_cli, nan_loss_keeps_the_last_good_checkpoint) {
     err = slurp("err.txt", NULL);
     cr_expect(strstr(err, "resuming n.ckpt at step 5") != NULL, "%s", err);
     free(err);
+}
+
+/* `xmllint --xpath EXPR dir/NAME` (names without namespace: local-name()). */
+static char *xpath(const char *name, const char *expr) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "xmllint --xpath \"%s\" %s/%s 2>/dev/null", expr, dir, name);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, p);
+    buf[n] = 0;
+    pclose(p);
+    return buf;
+}
+
+static long xcount(const char *name, const char *expr) {
+    char e[256];
+    snprintf(e, sizeof e, "count(%s)", expr);
+    char *s = xpath(name, e);
+    long v = strtol(s, NULL, 10);
+    free(s);
+    return v;
+}
+
+#define CHILD(n) "/*[local-name()='" n "']"
+#define ID(n) "//*[@id='" n "']"
+
+/* The loss curve: well-formed, a title naming the model, labelled axes
+ * (step, loss, the learning rate on the right), gridlines, a point per
+ * validation and the learning-rate schedule with a point per step. */
+Test(train_cli, loss_curve_svg_has_its_parts) {
+    cr_assert_eq(run("-f text.txt -o curve.gguf --warmup 4 " SMALL), 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "xmllint --noout %s/curve.svg", dir);
+    cr_assert_eq(system(cmd), 0, "the SVG loss curve is not well-formed XML");
+    char *t = xpath("curve.svg", "string(" ID("title") ")");
+    cr_expect(strstr(t, "curve.gguf") != NULL, "title %s", t);
+    free(t);
+    const char *labels[][2] = {{"xlabel", "step"}, {"ylabel", "loss"}, {"lrlabel", "learning rate"}};
+    for (int i = 0; i < 3; i++) {
+        char e[128];
+        snprintf(e, sizeof e, "string(//*[@id='%s'])", labels[i][0]);
+        char *s = xpath("curve.svg", e);
+        cr_expect(strstr(s, labels[i][1]) != NULL, "%s: '%s'", labels[i][0], s);
+        free(s);
+    }
+    /* 24 steps, validation every 6: steps 6, 12, 18, 24 (and the CSV agrees) */
+    char *csv = slurp("curve.csv", NULL);
+    long rows = 0, vals = 0;
+    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "step", 4)) continue;
+        rows++;
+        char *c = strchr(line, ',');
+        c = c ? strchr(c + 1, ',') : NULL;
+        vals += c && c[1] != ',';
+    }
+    free(csv);
+    cr_expect_eq(rows, 24);
+    cr_expect_geq(vals, 4);
+    cr_expect_eq(xcount("curve.svg", ID("val-points") CHILD("circle")), vals);
+    cr_expect_geq(xcount("curve.svg", ID("grid") CHILD("line")), 8, "gridlines");
+    /* the polylines have a point per step (24 < the downsampling threshold) */
+    const char *lines[] = {"lr", "train"};
+    for (int i = 0; i < 2; i++) {
+        char e[128];
+        snprintf(e, sizeof e, "string(//*[@id='%s']/@points)", lines[i]);
+        char *s = xpath("curve.svg", e);
+        long n = 0;
+        for (char *p = s; *p; p++) n += *p == ',';
+        cr_expect_eq(n, 24, "%s has %ld points", lines[i], n);
+        free(s);
+    }
+    /* the learning rate rises during the warmup and falls after: the y of
+     * its first point is below (larger than) the peak's, and so is the last */
+    char *s = xpath("curve.svg", "string(" ID("lr") "/@points)");
+    double ys[64];
+    int n = 0;
+    for (char *p = strtok(s, " "); p && n < 64; p = strtok(NULL, " ")) {
+        char *c = strchr(p, ',');
+        if (c) ys[n++] = strtod(c + 1, NULL);
+    }
+    free(s);
+    cr_assert_eq(n, 24);
+    double top = ys[0];
+    for (int i = 0; i < n; i++) top = ys[i] < top ? ys[i] : top;
+    cr_expect(ys[0] > top + 1 && ys[n - 1] > top + 1, "lr: first %g peak %g last %g", ys[0], top, ys[n - 1]);
+    cr_expect_eq(ys[3], top, "the peak is at the end of the 4 warmup steps");
 }
