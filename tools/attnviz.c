@@ -297,8 +297,8 @@ tg_status attn_write_svg(const attn_map *m, const char *path, const attn_svg_opt
                                                                                     : label_cols(sub));
     double grid_w = (h1 - h0) * y.tile_w + 20, bar_w = 260;
     double W = grid_w > title_w + 10 ? grid_w : title_w + 10;
-    if (W < bar_w + 60) W = bar_w + 60;
-    double top = 52, grid_h = (l1 - l0) * y.tile_h, Hh = top + grid_h + 50;
+    if (W < bar_w + 60) W = bar_w + 60; /* the colour scale and its caption below it */
+    double top = 52, grid_h = (l1 - l0) * y.tile_h, Hh = top + grid_h + 62;
     cli_outfile o;
     tg_status s = cli_out_open(&o, path, err);
     if (s) return s;
@@ -386,8 +386,8 @@ tg_status attn_write_svg(const attn_map *m, const char *path, const attn_svg_opt
         else fprintf(f, "%.2g", i / 4.0);
         fputs("</text>\n", f);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">attention %s; grey: a key after the query</text>\n</g>\n",
-            20 + bar_w, by + 10, so->log_scale ? "weight, log scale" : "weight");
+    fprintf(f, "<text x=\"10\" y=\"%.1f\">attention %s; grey: a key after the query</text>\n</g>\n",
+            by + 42, so->log_scale ? "weight, log scale" : "weight");
     fputs("</svg>\n", f);
     return cli_out_commit(&o, err);
 }

@@ -171,6 +171,49 @@ def check_version(ck, exe, src):
                      % (isa, bb.returncode, usable, bb.stderr))
 
 
+def check_legends(ck, exe, src):
+    """profile, bench and compare define every column they print, in --help
+    and (profile, compare) in a legend under the tables."""
+    m1 = os.path.join(src, "weights", "shakespeare-1h.gguf")
+    m4 = os.path.join(src, "weights", "shakespeare-4h.gguf")
+    with tempfile.TemporaryDirectory(prefix="tg-leg-") as tmp:
+        text = os.path.join(tmp, "t.txt")
+        with open(text, "w") as f:
+            f.write("ROMEO:\nBut soft, what light through yonder window breaks?\n" * 4)
+        runs = {
+            "profile": run(exe, "profile", "-m", m4, "--prompt-tokens", 8, "-n", 2, "--no-roofline"),
+            "profile-sweep": run(exe, "profile", "-m", m4, "--ctx-sweep", "4,8", "--sweep-steps", 1,
+                                 "--no-roofline"),
+            "compare": run(exe, "compare", m1, m4, "-f", text, "--ctx", 16, "--head-tokens", 8),
+        }
+    # the header line of each table, split into column names
+    headers = {
+        "profile": ["calls", "total ms", "% phase", "µs/call", "GFLOP/s", "GB/s", "% roof", "(outside ops)"],
+        "profile-sweep": ["ctx", "step µs", "attn µs", "attn %", "µs/head", "scores", "softmax", "mix",
+                          "GFLOP/s", "% roof"],
+        "compare": ["tokens scored", "nats/token", "perplexity", "nats/byte", "loss @ pos", "in-context score",
+                    "prefill", "decode", "entropy", "conf", "sink", "prev", "induct", "Δloss", "class",
+                    "all heads", "best head", "random head", "best is", "top-1 agreement", "KL(A||B)"],
+    }
+    for name, r in runs.items():
+        out = r.stdout
+        if not ck.check(r.returncode == 0, "%s: exit %d %r" % (name, r.returncode, r.stderr[-300:])):
+            continue
+        legend = out[out.rfind("columns:" if name != "compare" else "rows and columns:"):]
+        body = out[:len(out) - len(legend)]
+        ck.check(len(legend) > 100, "%s: a legend under the tables" % name)
+        for col in headers[name]:
+            ck.check(col in body and col in legend, "%s: column %r printed %s, defined %s"
+                     % (name, col, col in body, col in legend))
+        cmd = name.split("-")[0]
+        h = run(exe, cmd, "--help").stdout
+        ck.check(all(col in h for col in headers[name]), "%s --help defines %s" %
+                 (cmd, [c for c in headers[name] if c not in h]))
+    h = run(exe, "bench", "--help").stdout
+    ck.check(all(c in h for c in ("threads", "test", "t/s", "GFLOP/s", "GB/s", "roof", "pp", "tg")),
+             "bench --help defines its columns")
+
+
 def man_sections(path):
     """{command: [options]} from the .SS sections of the man page."""
     secs, cur = {}, None
@@ -278,6 +321,7 @@ def main():
     check_help(ck, exe, cmds)
     check_parser(ck, exe, src)
     check_version(ck, exe, src)
+    check_legends(ck, exe, src)
     check_docs(ck, exe, build, cmds)
     if "--no-install" not in sys.argv:
         check_install(ck, exe, build, src)
