@@ -31,13 +31,14 @@ def man_commands(exe):
                 ".PP", ".nf"]
         out += [roff(u.replace("usage: ", "", 1)) for u in h.usage]
         out += [".fi"]
-        para = []
+        para, item = [], [False]  # a paragraph, and whether it is an indented item
 
         def flush():
             if para:
-                out.extend([".PP", roff(" ".join(p.strip() for p in para))])
+                out.extend([".IP \"\" 4" if item[0] else ".PP", roff(" ".join(p.strip() for p in para))])
                 para.clear()
         for kind, v in h.blocks:
+            indent = len(v) - len(v.lstrip()) if kind == "text" else 0
             if kind == "row":
                 flush()
                 names, meta, desc = h.rows[v]
@@ -45,13 +46,14 @@ def man_commands(exe):
                 if meta:
                     head += " \\fI%s\\fR" % roff(meta)
                 out += [".TP", head, roff(desc)]
-            elif v.strip():
-                if re.match(r"^\s{2,}\S", v) and not para:  # an indented row of prose (A, B  ...)
-                    out += [".TP", roff(v.strip())]
-                else:
-                    para.append(v)
-            else:
+            elif not v.strip():
                 flush()
+            elif 1 <= indent <= 3 or (indent == 0 and item[0]):  # a new item, or prose after items
+                flush()
+                item[0] = indent > 0
+                para.append(v)
+            else:  # prose, or the continuation of an item
+                para.append(v)
         flush()
     return "\n".join(out)
 

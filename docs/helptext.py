@@ -51,7 +51,8 @@ class Help:
         self.text = text
         lines = text.splitlines()
         self.usage, i = [], 0
-        while i < len(lines) and (i == 0 or (lines[i].startswith(" ") and lines[i].strip()
+        # the usage: the first line and the deeper-indented ones after it
+        while i < len(lines) and (i == 0 or (lines[i].startswith("      ") and lines[i].strip()
                                              and not ROW.match(lines[i]))):
             self.usage.append(lines[i])
             i += 1
