@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
         char *hargv[] = {argv[2], help_flag, NULL};
         return c->run(2, hargv);
     }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) return version();
+    if (!strcmp(argv[1], "--version")) return version();
     const command *c = find(argv[1]);
     if (c) return c->run(argc - 1, argv + 1);
     fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", argv[1]);
