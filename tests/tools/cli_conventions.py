@@ -284,7 +284,11 @@ def check_install(ck, exe, build, src):
         models = [p for p in found.get("shakespeare-4h.gguf", []) if p.endswith("share/tinygpt/shakespeare-4h.gguf")]
         ck.check(man and compl and binp and models, "installed: man %s completion %s bin %s model %s"
                  % (man, compl, binp, models))
-        ck.check("LICENSE" in os.listdir(src), "LICENSE in the source tree")
+        lic = os.path.join(src, "LICENSE")
+        ck.check(os.path.exists(lic) and open(lic).read().startswith("MIT License\n") and
+                 "the tinygpt authors" in open(lic).read() and
+                 re.search(r"license\s*:\s*'MIT'", open(os.path.join(src, "meson.build")).read()),
+                 "LICENSE: the MIT license meson.build declares")
         if not (binp and models):
             return
         inst = os.path.join(dest, binp[0])
