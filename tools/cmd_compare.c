@@ -39,7 +39,8 @@ static void help(FILE *f) {
             "usage: tinygpt compare A B -f TEXT [-p PROMPT] [--ctx N] [--svg DIR] [--json]\n"
             "                        [--head-tokens N] [--seed S] [--no-agreement] [-t THREADS] [--isa ISA]\n"
             "  A, B             two models (GGUF files or Hugging Face GPT-2 folders)\n"
-            "  -f TEXT          the text both are scored on (e.g. held-out data)\n"
+            "  -f TEXT          the text both are scored on (e.g. held-out data; '-': stdin)\n"
+            "  --max-input B    read at most B bytes of TEXT, [1, 2^40]; K/M/G suffixes (default 64M)\n"
             "  -p PROMPT        the prompt of the attention maps (with --svg)\n"
             "  --ctx N          window length in tokens (default: the smaller context)\n"
             "  --svg DIR        write DIR/A.svg and DIR/B.svg: attention heatmaps of the prompt\n"
@@ -598,6 +599,7 @@ int cmd_compare(int argc, char **argv) {
     run_opts ro = {0};
     const cli_opt opts[] = {
         {CLI_STR("-f", NULL, &text_path)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_STR("-p", NULL, &prompt)},
         {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
         {CLI_STR("--svg", NULL, &svg)},

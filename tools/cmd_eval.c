@@ -23,7 +23,8 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt eval [-m MODEL] -f TEXT [--ctx N] [--json] [-t THREADS] [--isa ISA]\n"
             "  -m MODEL      GGUF file or Hugging Face GPT-2 folder (default: the shipped model)\n"
-            "  -f TEXT       the text to score\n"
+            "  -f TEXT       the text to score ('-': standard input)\n"
+            "  --max-input B read at most B bytes of TEXT, [1, 2^40]; K/M/G suffixes (default 64M)\n"
             "  --ctx N       window length in tokens, [2, the model's context] (default: the context)\n"
             "  --json        print {tokens, nats_per_token, perplexity, nats_per_byte, bits_per_byte}\n"
             "  -t THREADS    worker threads, [1, 1024] (default 1)\n"
@@ -47,6 +48,7 @@ int cmd_eval(int argc, char **argv) {
     const cli_opt opts[] = {
         {CLI_STR("-m", NULL, &model_path)},
         {CLI_STR("-f", NULL, &text_path)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
         {CLI_INT("-t", NULL, &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},

@@ -16,7 +16,8 @@ static void help(FILE *f) {
             "usage: tinygpt tokenize [-m MODEL] (-p TEXT | -f FILE) [--json] [--verbose]\n"
             "  -m MODEL            GGUF file (a vocabulary-only one will do) or Hugging Face\n"
             "                      folder (vocab.json, merges.txt) (default: the shipped model)\n"
-            "  -p TEXT | -f FILE   the text\n"
+            "  -p TEXT | -f FILE   the text ('-': standard input)\n"
+            "  --max-input BYTES   read at most BYTES of FILE, [1, 2^40]; K/M/G suffixes (default 64M)\n"
             "  --json              print {\"ids\": [...]} (with --verbose also \"pieces\", each\n"
             "                      token as spelled in the vocabulary, e.g. \"Ġthe\")\n"
             "  --verbose           one token per line: id and its bytes, escaped\n"
@@ -84,6 +85,7 @@ int cmd_tokenize(int argc, char **argv) {
         {CLI_STR("-m", NULL, &model_path)},
         {CLI_STR("-p", NULL, &prompt)},
         {CLI_STR("-f", NULL, &file)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {CLI_FLAG("--verbose", NULL, &verbose, 1)},
         {CLI_FLAG("--no-parse-special", NULL, &parse_special, 0)},

@@ -66,6 +66,7 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt train -f TEXT -o OUT.gguf [options]\n"
             "  -f TEXT              training text (the last --val-frac of its bytes is held out)\n"
+            "  --max-input BYTES    read at most BYTES of TEXT, [1, 2^40]; K/M/G suffixes (default 64M)\n"
             "  -o OUT.gguf          the trained model; OUT.ckpt, OUT.csv, OUT.svg beside it\n"
             "  --layers L           transformer blocks (default 4)\n"
             "  --heads H            attention heads; must divide --embd (default 4)\n"
@@ -378,6 +379,7 @@ int cmd_train(int argc, char **argv) {
 #define CKPT .seen = &n_model_flags
     const cli_opt opts[] = {
         {CLI_STR("-f", NULL, &text_path)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_STR("-o", NULL, &out)},
         {CLI_INT("--layers", NULL, &o.layers, 1, 64), CKPT},
         {CLI_INT("--heads", NULL, &o.heads, 1, 256), CKPT},
