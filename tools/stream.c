@@ -83,13 +83,18 @@ int stop_put(stop_filter *f, const char *p, size_t len) {
     }
     memcpy(f->held + f->n_held, p, len);
     f->n_held += len;
-    /* The earliest occurrence of any stop string: everything held before
-     * this call was no complete match, so one can only end in the new bytes. */
-    size_t best = SIZE_MAX;
+    /* The text stops where a stop string first ends (as if fed byte by
+     * byte); of two ending there, the longer wins, so neither is printed.
+     * Everything held before this call was no complete match, so a match
+     * ends in the new bytes. A string's first occurrence is its earliest end. */
+    size_t best = SIZE_MAX, best_end = SIZE_MAX;
     for (int k = 0; k < f->n; k++) {
         const char *at = memmem(f->held, f->n_held, f->stops[k], f->lens[k]);
-        if (at && (size_t)(at - f->held) < best) {
-            best = (size_t)(at - f->held);
+        if (!at) continue;
+        size_t start = (size_t)(at - f->held), end = start + f->lens[k];
+        if (end < best_end || (end == best_end && start < best)) {
+            best = start;
+            best_end = end;
             f->hit = k;
         }
     }

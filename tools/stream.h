@@ -50,7 +50,9 @@ int stop_init(stop_filter *f, const char *const *stops, int n, stop_emit emit, v
 void stop_reset(stop_filter *f);
 /* Feeds p[len]. Returns 1 when a stop string has completed: the bytes before
  * it have been emitted, it and the rest of p are dropped, and f->hit names
- * it; then 0 until stop_reset. -1 when out of memory. */
+ * it; then 0 until stop_reset. -1 when out of memory. However the bytes are
+ * cut into calls, the text ends where a stop string first ends (of two that
+ * end at the same byte, before the longer). */
 int stop_put(stop_filter *f, const char *p, size_t len);
 /* The text ended without a stop string: emits the held bytes. */
 void stop_finish(stop_filter *f);
