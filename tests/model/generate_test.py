@@ -457,6 +457,33 @@ def test_interactive(gg, tmp):
         check(r.returncode == 2, "%s: exit %d" % (args, r.returncode))
 
 
+def test_sigint(gg):
+    """Ctrl-C (SIGINT) ends -n -1: exit 1, stop reason 'interrupted', and
+    the JSON document is still complete."""
+    for fmt in ([], ["--json"]):
+        e = dict(os.environ)
+        e.pop("TINYGPT_ISA", None)
+        p = subprocess.Popen([EXE, "generate", "-m", gg, "-p", "x", "-n", "-1", "--ignore-eos",
+                              "--ctx", "16"] + fmt, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        d = None
+        if fmt:
+            try:
+                d = json.loads(out, parse_constant=no_nan)
+            except ValueError:
+                pass
+        check(p.returncode == 1 and b"stop: interrupted" in err and (not fmt or (
+            d and d["samples"][0]["stop"] == "interrupted" and d["samples"][0]["n_tokens"] > 16)),
+              "SIGINT %s: exit %s %r %r" % (fmt, p.returncode, err[-200:], out[-100:]))
+
+
 def test_cli(gg, src):
     r = run("generate", "--help")
     h = r.stdout.decode()
@@ -510,6 +537,7 @@ def main():
         test_stdin(gg, tmp)
         test_samples(gg)
         test_interactive(gg, tmp)
+        test_sigint(gg)
         test_cli(gg, src)
     for f in FAILS:
         print("FAIL", f)
