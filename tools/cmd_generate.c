@@ -549,8 +549,13 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
             printf(",\"tok_per_s\":");
             json_num(stdout, c.seconds > 0 ? c.n_out / c.seconds : 0.0);
             printf(",\"context_shifts\":%d", g->n_shifts);
-            if (o->json) printf(",\"tokens\":[%.*s]}", (int)c.tokens_len, c.tokens_buf ? c.tokens_buf : "");
-            else printf("}\n");
+            if (o->json) {
+                fputs(",\"tokens\":[", stdout);
+                if (c.tokens_buf) fwrite(c.tokens_buf, 1, c.tokens_len, stdout);
+                fputs("]}", stdout);
+            } else {
+                printf("}\n");
+            }
         }
         fflush(stdout);
         free(c.tokens_buf);
