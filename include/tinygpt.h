@@ -95,11 +95,18 @@ const char *tinygpt_token_piece(const tinygpt *m, int id, size_t *len);
 size_t tinygpt_utf8_complete(const char *buf, size_t n);
 
 /* Runs tokens[n] at positions pos..pos+n-1 through the model, appending to
- * the KV cache (which must hold positions 0..pos-1 from earlier calls; pos 0
- * starts afresh). Writes logits[n, V] if all_logits, else the last
- * position's logits[V]. */
+ * the KV cache. The cache holds positions 0..P-1 from earlier calls (P =
+ * tinygpt_n_past, 0 after open), and pos must be <= P: pos == P appends,
+ * pos < P rewrites from pos (positions pos..P-1 are forgotten, so pos 0
+ * starts afresh), pos > P is TINYGPT_ERR_RANGE with a message naming pos
+ * and P. pos + n beyond tinygpt_n_ctx is TINYGPT_ERR_RANGE too; a token id
+ * outside [0, V) is TINYGPT_ERR_ARG. After a success P = pos + n; after a
+ * failure the cache is unchanged. Writes logits[n, V] if all_logits, else
+ * the last position's logits[V]. */
 tinygpt_status tinygpt_eval(tinygpt *m, const int *tokens, int n, int pos, float *logits,
                             int all_logits);
+/* P: how many positions the KV cache holds (the next pos to append at). */
+int tinygpt_n_past(const tinygpt *m);
 
 /* Sampling settings of the handle's sampler. */
 typedef struct tinygpt_sampling {

@@ -135,8 +135,11 @@ size_t tinygpt_utf8_complete(const char *buf, size_t n) { return tg_utf8_complet
 
 tinygpt_status tinygpt_eval(tinygpt *m, const int *tokens, int n, int pos, float *logits,
                             int all_logits) {
+    /* tg_gpt_forward checks pos against the positions the cache holds. */
     return fail(tg_gpt_forward(m->gpt, tokens, n, pos, logits, all_logits, &m->err));
 }
+
+int tinygpt_n_past(const tinygpt *m) { return tg_gpt_n_pos(m->gpt); }
 
 tinygpt_status tinygpt_set_sampling(tinygpt *m, const tinygpt_sampling *p) {
     tg_sampler_params sp = {p->temp, p->top_k, p->top_p, p->min_p, p->repeat_penalty,

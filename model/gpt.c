@@ -136,6 +136,75 @@ const tg_gpt2_config *tg_gpt_config(const tg_gpt *g) { return &g->cfg; }
 const tg_engine *tg_gpt_engine(const tg_gpt *g) { return &g->eng; }
 tg_pool *tg_gpt_pool(tg_gpt *g) { return g->pool; }
 int tg_gpt_n_ctx(const tg_gpt *g) { return g->n_ctx; }
+int tg_gpt_n_pos(const tg_gpt *g) { return g->n_pos; }
+
+tg_status tg_gpt_truncate(tg_gpt *g, int n_pos, tg_err *err) {
+    if (n_pos < 0 || n_pos > g->n_pos)
+        return tg_fail(err, TG_ERR_RANGE, "gpt: cannot truncate to %d positions: the KV cache "
+                       "holds %d", n_pos, g->n_pos);
+    g->n_pos = n_pos;
+    return TG_OK;
+}
+
+/* ---- KV snapshots ------------------------------------------------------------ */
+
+struct tg_kv_snapshot {
+    int n_layer, n_head, head_size, n_pos;
+    float *k, *v; /* [L, H, P, HS] */
+};
+
+/* Copies P positions of every (layer, head) stream between caches whose
+ * stream lengths (positions between two heads' starts) are cd and cs. */
+static void copy_streams(float *dst, int cd, const float *src, int cs, int LH, int P, int HS) {
+    for (int i = 0; i < LH; i++)
+        memcpy(dst + (size_t)i * cd * HS, src + (size_t)i * cs * HS,
+               (size_t)P * HS * sizeof(float));
+}
+
+tg_status tg_gpt_snapshot(const tg_gpt *g, tg_kv_snapshot **out, tg_err *err) {
+    *out = NULL;
+    tg_kv_snapshot *s = calloc(1, sizeof *s);
+    int LH = g->cfg.n_layer * g->cfg.n_head, HS = g->cfg.n_embd / g->cfg.n_head;
+    size_t n = (size_t)LH * (size_t)g->n_pos * (size_t)HS;
+    if (s) {
+        s->k = malloc((n ? n : 1) * sizeof(float));
+        s->v = malloc((n ? n : 1) * sizeof(float));
+    }
+    if (!s || !s->k || !s->v) {
+        tg_kv_snapshot_free(s);
+        return tg_fail(err, TG_ERR_NOMEM, "gpt: out of memory for a %d-position KV snapshot",
+                       g->n_pos);
+    }
+    *s = (tg_kv_snapshot){g->cfg.n_layer, g->cfg.n_head, HS, g->n_pos, s->k, s->v};
+    copy_streams(s->k, s->n_pos, g->k_cache, g->n_ctx, LH, s->n_pos, HS);
+    copy_streams(s->v, s->n_pos, g->v_cache, g->n_ctx, LH, s->n_pos, HS);
+    *out = s;
+    return TG_OK;
+}
+
+tg_status tg_gpt_restore(tg_gpt *g, const tg_kv_snapshot *s, tg_err *err) {
+    int HS = g->cfg.n_embd / g->cfg.n_head, LH = g->cfg.n_layer * g->cfg.n_head;
+    if (s->n_layer != g->cfg.n_layer || s->n_head != g->cfg.n_head || s->head_size != HS)
+        return tg_fail(err, TG_ERR_ARG, "gpt: a KV snapshot of L=%d H=%d HS=%d does not fit "
+                       "L=%d H=%d HS=%d", s->n_layer, s->n_head, s->head_size,
+                       g->cfg.n_layer, g->cfg.n_head, HS);
+    if (s->n_pos > g->n_ctx)
+        return tg_fail(err, TG_ERR_RANGE, "gpt: a %d-position KV snapshot does not fit the "
+                       "%d-position context", s->n_pos, g->n_ctx);
+    copy_streams(g->k_cache, g->n_ctx, s->k, s->n_pos, LH, s->n_pos, HS);
+    copy_streams(g->v_cache, g->n_ctx, s->v, s->n_pos, LH, s->n_pos, HS);
+    g->n_pos = s->n_pos;
+    return TG_OK;
+}
+
+int tg_kv_snapshot_n_pos(const tg_kv_snapshot *s) { return s->n_pos; }
+
+void tg_kv_snapshot_free(tg_kv_snapshot *s) {
+    if (!s) return;
+    free(s->k);
+    free(s->v);
+    free(s);
+}
 
 void tg_gpt_set_probe(tg_gpt *g, const tg_probe *probe) {
     if (probe) {
@@ -305,6 +374,11 @@ tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *lo
         return tg_fail(err, TG_ERR_RANGE,
                        "gpt: positions %d..%d do not fit the %d-position context", pos,
                        pos + T - 1, g->n_ctx);
+    if (pos > g->n_pos)
+        return tg_fail(err, TG_ERR_RANGE,
+                       "gpt: position %d is past the %d position%s the KV cache holds (the "
+                       "next position is %d, or an earlier one to rewrite from there)",
+                       pos, g->n_pos, g->n_pos == 1 ? "" : "s", g->n_pos);
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c->n_vocab)
             return tg_fail(err, TG_ERR_ARG, "gpt: token %d at index %d is outside [0, %d)",
@@ -317,7 +391,9 @@ tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *lo
     embed(g, tokens, T, pos);
     tg_probe_end(g, TG_OP_EMBED, -1, -1, 0);
 
+    g->n_pos = pos; /* from here on the cache holds new positions from pos */
     for (int l = 0; l < c->n_layer; l++) block(g, l, pos, T);
+    g->n_pos = pos + T;
 
     /* Only the rows whose logits are wanted go through ln_f and the head. */
     int rows = all_logits ? T : 1;

@@ -72,12 +72,32 @@ tg_pool *tg_gpt_pool(tg_gpt *g);
 int tg_gpt_n_ctx(const tg_gpt *g); /* C: the KV cache length */
 
 /* Runs tokens[T] at positions pos..pos+T-1, appending their keys/values to
- * the cache (which must already hold positions 0..pos-1). T > 1 is the
- * prefill (GEMM path), T == 1 a decode step. Writes logits[T,V] when
- * all_logits, else only the last token's logits[V]. pos + T beyond the
- * cache length is TG_ERR_RANGE; token ids outside [0,V) are TG_ERR_ARG. */
+ * the cache, which must already hold positions 0..pos-1: pos <= P (the
+ * positions held, tg_gpt_n_pos). pos < P rewrites from pos: the positions
+ * from pos on are forgotten, and P becomes pos + T. T > 1 is the prefill
+ * (GEMM path), T == 1 a decode step. Writes logits[T,V] when all_logits,
+ * else only the last token's logits[V]. pos > P or pos + T beyond the cache
+ * length is TG_ERR_RANGE; token ids outside [0,V) are TG_ERR_ARG (the cache
+ * is then unchanged). */
 tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *logits,
                          int all_logits, tg_err *err);
+
+/* P: how many positions the KV cache holds (0 after create). */
+int tg_gpt_n_pos(const tg_gpt *g);
+/* Forgets the positions from n_pos on (0 <= n_pos <= P; else TG_ERR_RANGE). */
+tg_status tg_gpt_truncate(tg_gpt *g, int n_pos, tg_err *err);
+
+/* A copy of the first P positions of a KV cache, to fork a context: prefill
+ * once, snapshot, and restore before each continuation (or into another
+ * tg_gpt of the same model and a context of at least P). [L, H, P, HS] for
+ * K and for V. */
+typedef struct tg_kv_snapshot tg_kv_snapshot;
+tg_status tg_gpt_snapshot(const tg_gpt *g, tg_kv_snapshot **out, tg_err *err);
+/* Makes g's cache hold exactly the snapshot's positions (P = its count).
+ * TG_ERR_ARG if the shapes differ, TG_ERR_RANGE if g's context is shorter. */
+tg_status tg_gpt_restore(tg_gpt *g, const tg_kv_snapshot *s, tg_err *err);
+int tg_kv_snapshot_n_pos(const tg_kv_snapshot *s);
+void tg_kv_snapshot_free(tg_kv_snapshot *s);
 
 /* Attaches (or, with NULL, detaches) a probe. */
 void tg_gpt_set_probe(tg_gpt *g, const tg_probe *probe);

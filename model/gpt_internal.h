@@ -19,6 +19,7 @@ struct tg_gpt {
      * prefetcher follows far better than HS-wide slices E apart). Head h
      * of layer l, position j is at ((l*H + h)*C + j)*HS. */
     float *k_cache, *v_cache; /* [L, H, C, HS] */
+    int n_pos;                /* P: positions 0..P-1 of the cache are filled */
 
     /* Activations for up to cap_t tokens (grown on demand, at most C). */
     int cap_t;

@@ -95,43 +95,98 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
     return argv[++*i];
 }
 
+size_t cli_max_input = CLI_MAX_INPUT_DEFAULT;
+
+int cli_parse_size(const char *cmd, const cli_opt *o, const char *flag, const char *s) {
+    char *end;
+    errno = 0;
+    unsigned long long v = *s >= '0' && *s <= '9' ? strtoull(s, &end, 10) : 0;
+    int shift = 0;
+    if (v && !errno) {
+        if (*end == 'K' || *end == 'k') shift = 10, end++;
+        else if (*end == 'M' || *end == 'm') shift = 20, end++;
+        else if (*end == 'G' || *end == 'g') shift = 30, end++;
+        if (!*end && v <= (CLI_MAX_INPUT_MOST >> shift)) {
+            *(size_t *)o->dst = (size_t)(v << shift);
+            return 0;
+        }
+    }
+    cli_usage(cmd, "%s: '%s' is not a size in [1, 2^40] bytes (a K, M or G suffix counts KiB, "
+                   "MiB, GiB)", flag, s);
+    return -1;
+}
+
+/* "64 MiB", "1.5 GiB", "100 bytes": the limit as the user gave it, roughly. */
+static void size_words(char *buf, size_t cap, size_t n) {
+    if (n >= (1u << 30) && n % (1u << 30) == 0) snprintf(buf, cap, "%zu GiB", n >> 30);
+    else if (n >= (1u << 20) && n % (1u << 20) == 0) snprintf(buf, cap, "%zu MiB", n >> 20);
+    else if (n >= (1u << 10) && n % (1u << 10) == 0) snprintf(buf, cap, "%zu KiB", n >> 10);
+    else snprintf(buf, cap, "%zu bytes", n);
+}
+
+static char *too_long(const char *name, tg_err *err) {
+    char lim[32];
+    size_words(lim, sizeof lim, cli_max_input);
+    tg_fail(err, TG_ERR_RANGE, "%s: longer than the input limit of %s (raise it with --max-input "
+            "BYTES)", name, lim);
+    return NULL;
+}
+
 char *cli_read_file(const char *path, size_t *len, tg_err *err) {
-    FILE *f = fopen(path, "rb");
+    int is_stdin = !strcmp(path, "-");
+    const char *name = is_stdin ? "standard input" : path;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) {
         tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(errno));
         return NULL;
     }
+    size_t limit = cli_max_input, cap = 1 << 16, n = 0;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        tg_fail(err, TG_ERR_IO, "%s: is a directory", path);
-        return NULL;
+    if (fstat(fileno(f), &st) == 0) {
+        const char *what = S_ISDIR(st.st_mode) ? "is a directory" : NULL;
+        if (!what && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > limit) what = "";
+        if (what) {
+            if (!is_stdin) fclose(f);
+            if (!*what) return too_long(name, err);
+            tg_fail(err, TG_ERR_IO, "%s: %s", name, what);
+            return NULL;
+        }
+        /* A regular file: one read of its size (+1 to see it grew). */
+        if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size + 1 > cap) cap = (size_t)st.st_size + 1;
     }
-    size_t cap = 1 << 16, n = 0;
+    /* Pipes, FIFOs, devices: read in growing chunks, never past limit + 1
+     * bytes (so that /dev/zero is an error, not the OOM killer). */
+    if (cap > limit + 1) cap = limit + 1;
     char *buf = malloc(cap + 1);
     while (buf) {
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
-        if (n < cap) break;
-        char *nb = cap > SIZE_MAX / 4 ? NULL : realloc(buf, cap * 2 + 1);
+        if (n < cap || n > limit) break;
+        size_t ncap = cap > (limit + 1) / 2 ? limit + 1 : cap * 2;
+        char *nb = realloc(buf, ncap + 1);
         if (!nb) {
             free(buf);
             buf = NULL;
             break;
         }
         buf = nb;
-        cap *= 2;
+        cap = ncap;
     }
     int bad = ferror(f);
-    fclose(f);
+    if (is_stdin) clearerr(f);
+    else fclose(f);
     if (!buf) {
-        tg_fail(err, TG_ERR_NOMEM, "%s: out of memory reading the file", path);
+        tg_fail(err, TG_ERR_NOMEM, "%s: out of memory reading the file", name);
         return NULL;
     }
     if (bad) {
         free(buf);
-        tg_fail(err, TG_ERR_IO, "%s: read error", path);
+        tg_fail(err, TG_ERR_IO, "%s: read error", name);
         return NULL;
+    }
+    if (n > limit) {
+        free(buf);
+        return too_long(name, err);
     }
     buf[n] = 0;
     *len = n;

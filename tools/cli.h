@@ -129,8 +129,24 @@ int cli_parse(const char *cmd, void (*help)(FILE *f), const cli_opt *opts, int a
 /* The built-in conversion of o's kind: value into o->dst. 0, or -1 (printed). */
 int cli_opt_value(const char *cmd, const cli_opt *o, const char *flag, const char *value);
 
-/* Reads a whole file (binary-safe). Returns NULL and fills err on failure. */
+/* Reads a whole file (binary-safe; "-" is standard input; FIFOs and pipes
+ * too) of at most cli_max_input bytes: a longer one is an error naming the
+ * limit and --max-input, found before reading a regular file and after
+ * limit + 1 bytes of anything else (-f /dev/zero stops there). Returns NULL
+ * and fills err on failure. */
 char *cli_read_file(const char *path, size_t *len, tg_err *err);
+
+/* The input limit, 64 MiB unless --max-input says otherwise: far more than
+ * a prompt or an evaluation text needs (64 MiB is ~20 M tokens, an hour of
+ * eval on the shipped model) and little enough to hold on any machine,
+ * tokens and all. A command that reads -f puts CLI_MAX_INPUT_OPT in its
+ * table and a line for it in its --help. */
+#define CLI_MAX_INPUT_DEFAULT ((size_t)64 << 20)
+#define CLI_MAX_INPUT_MOST ((unsigned long long)1 << 40)
+extern size_t cli_max_input;
+/* A size: digits with an optional K, M or G suffix (KiB, MiB, GiB), in [1, 2^40]. */
+int cli_parse_size(const char *cmd, const cli_opt *o, const char *flag, const char *value);
+#define CLI_MAX_INPUT_OPT CLI_CALL("--max-input", NULL, cli_parse_size, &cli_max_input)
 
 /* Atomic output: open a temporary file beside `path`, write, then commit
  * (fsync + rename) or abort (unlink). The user's old file is never

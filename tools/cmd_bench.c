@@ -182,9 +182,9 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < a.n_pp; i++) max_n = a.pp[i] > max_n ? a.pp[i] : max_n;
     for (int i = 0; i < a.n_tg; i++) max_n = a.tg[i] > max_n ? a.tg[i] : max_n;
     if (max_n > c->n_ctx) {
+        int C = c->n_ctx; /* c points into m: read it before freeing m */
         tg_gpt2_free(&m);
-        return cli_usage(CMD, "%ld tokens do not fit the model's %d-position context", max_n,
-                         c->n_ctx);
+        return cli_usage(CMD, "%ld tokens do not fit the model's %d-position context", max_n, C);
     }
     int *tokens = malloc((size_t)max_n * sizeof *tokens);
     float *logits = malloc((size_t)c->n_vocab * sizeof *logits);

@@ -63,7 +63,10 @@ static void help(FILE *f) {
             "usage: tinygpt compare A B -f TEXT [-p PROMPT] [--ctx N] [--svg DIR] [--json]\n"
             "                        [--head-tokens N] [--seed S] [--no-agreement] [-t THREADS] [--isa ISA]\n"
             "  A, B                two models (GGUF files or Hugging Face GPT-2 folders)\n"
-            "  -f, --file TEXT     the text both are scored on (e.g. held-out data)\n"
+            "  -f, --file TEXT     the text both are scored on (e.g. held-out data; '-':\n"
+            "                      standard input)\n"
+            "  --max-input B       read at most B bytes of TEXT, [1, 2^40]; K/M/G suffixes\n"
+            "                      (default 64M)\n"
             "  -p, --prompt PROMPT  the prompt of the attention maps (with --svg; default:\n"
             "                      \"%s\")\n"
             "  --ctx N             window length in tokens, [2, the smaller context]\n"
@@ -633,6 +636,7 @@ int cmd_compare(int argc, char **argv) {
     run_opts ro = {0};
     const cli_opt opts[] = {
         {CLI_STR("-f", "--file", &text_path)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_STR("-p", "--prompt", &prompt)},
         {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
         {CLI_STR("--svg", NULL, &svg)},

@@ -38,7 +38,9 @@ static void help(FILE *f) {
             "                    [-t THREADS] [--isa ISA]\n"
             "  -m, --model MODEL   GGUF file or Hugging Face GPT-2 folder (default: the shipped\n"
             "                      model, or $TINYGPT_MODEL)\n"
-            "  -f, --file TEXT     the text to score\n"
+            "  -f, --file TEXT     the text to score ('-': standard input)\n"
+            "  --max-input B       read at most B bytes of TEXT, [1, 2^40]; K/M/G suffixes\n"
+            "                      (default 64M)\n"
             "  --ctx N             window length in tokens, [2, the model's context] (default:\n"
             "                      the context)\n"
             "  --stride S          sliding windows of N tokens advancing by S, [1, N]; each\n"
@@ -105,6 +107,7 @@ int cmd_eval(int argc, char **argv) {
     const cli_opt opts[] = {
         {CLI_STR("-m", "--model", &model_path)},
         {CLI_STR("-f", "--file", &text_path)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
         {CLI_INT("--stride", NULL, &stride, 1, 1 << 24)},
         {CLI_FLAG("--first-half", NULL, &first_half, 1)},

@@ -650,18 +650,18 @@ int cmd_profile(int argc, char **argv) {
     if ((rc = perf_load(CMD, a.isa, a.model, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
     int *prompt = NULL;
+    const int C = c->n_ctx; /* c points into m: the messages below come after freeing m */
     /* Validate lengths against the model before any work. */
     if (a.n_sweep) {
         if (a.sweep[a.n_sweep - 1] > c->n_ctx - 1) {
             tg_gpt2_free(&m);
             return cli_usage(CMD, "--ctx-sweep: %ld does not fit the model's %d-position context "
-                                  "(at most %d)", a.sweep[a.n_sweep - 1], c->n_ctx, c->n_ctx - 1);
+                                  "(at most %d)", a.sweep[a.n_sweep - 1], C, C - 1);
         }
     } else {
         if (a.gen > c->n_ctx - 1) {
             tg_gpt2_free(&m);
-            return cli_usage(CMD, "-n %ld does not fit the model's %d-position context", a.gen,
-                             c->n_ctx);
+            return cli_usage(CMD, "-n %ld does not fit the model's %d-position context", a.gen, C);
         }
         if (a.prompt) {
             int n = 0;
@@ -683,7 +683,7 @@ int cmd_profile(int argc, char **argv) {
             free(prompt);
             tg_gpt2_free(&m);
             return cli_usage(CMD, "%ld prompt tokens + %ld decode steps do not fit the model's "
-                                  "%d-position context", a.prompt_tokens, a.gen, c->n_ctx);
+                                  "%d-position context", a.prompt_tokens, a.gen, C);
         }
     }
 

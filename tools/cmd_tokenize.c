@@ -19,7 +19,9 @@ static void help(FILE *f) {
             "                      folder (vocab.json, merges.txt) (default: the shipped\n"
             "                      model, or $TINYGPT_MODEL)\n"
             "  -p, --prompt TEXT   the text\n"
-            "  -f, --file FILE     the text, read from FILE\n"
+            "  -f, --file FILE     the text, read from FILE ('-': standard input)\n"
+            "  --max-input BYTES   read at most BYTES of FILE, [1, 2^40]; K/M/G suffixes\n"
+            "                      (default 64M)\n"
             "  --json              print {\"ids\": [...]} (with --verbose also \"pieces\", each\n"
             "                      token as spelled in the vocabulary, e.g. \"Ġthe\")\n"
             "  --verbose           one token per line: id and its bytes, escaped\n"
@@ -87,6 +89,7 @@ int cmd_tokenize(int argc, char **argv) {
         {CLI_STR("-m", "--model", &model_path)},
         {CLI_STR("-p", "--prompt", &prompt)},
         {CLI_STR("-f", "--file", &file)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {CLI_FLAG("--verbose", NULL, &verbose, 1)},
         {CLI_FLAG("--no-parse-special", NULL, &parse_special, 0)},

@@ -66,6 +66,8 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt train -f TEXT -o OUT.gguf [options]\n"
             "  -f, --file TEXT      training text (the last --val-frac of its bytes is held out)\n"
+            "  --max-input BYTES    read at most BYTES of TEXT, [1, 2^40]; K/M/G suffixes\n"
+            "                       (default 64M)\n"
             "  -o, --output OUT     the trained model OUT.gguf; OUT.ckpt, OUT.csv, OUT.svg\n"
             "                       beside it (required)\n"
             "  --layers L           transformer blocks, [1, 64] (default 4)\n"
@@ -480,6 +482,7 @@ int cmd_train(int argc, char **argv) {
 #define CKPT .seen = &n_model_flags
     const cli_opt opts[] = {
         {CLI_STR("-f", "--file", &text_path)},
+        {CLI_MAX_INPUT_OPT},
         {CLI_STR("-o", "--output", &out)},
         {CLI_INT("--layers", NULL, &o.layers, 1, 64), CKPT},
         {CLI_INT("--heads", NULL, &o.heads, 1, 256), CKPT},

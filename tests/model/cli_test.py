@@ -68,7 +68,7 @@ class Checks:
         if env:
             e.update(env)
         return subprocess.run([self.exe] + [str(a) for a in args], capture_output=True, env=e,
-                              timeout=120)
+                              timeout=120, stdin=subprocess.DEVNULL)
 
     def check(self, ok, what):
         self.n += 1
@@ -214,17 +214,19 @@ def main():
         ge = os.path.join(tmp, "eos.gguf")
         go.write_gguf(ge, we, cfg)
         r = ck.run("generate", "-m", ge, "-p", "ab", "-n", 5, "--temp", 0)
-        ck.check(r.returncode == 0 and r.stdout == b"ab\n" and b"stop: end of text" in r.stderr,
+        ck.check(r.returncode == 0 and r.stdout == b"ab\n" and b"stop: eos" in r.stderr,
                  "stop at <|endoftext|>: %r %r" % (r.stdout, r.stderr))
         r = ck.run("generate", "-m", ge, "-p", "ab", "-n", 3, "--temp", 0, "--ignore-eos")
         ck.check(r.returncode == 0 and r.stdout == b"ab" + b"<|endoftext|>" * 3 + b"\n",
                  "--ignore-eos: %r" % r.stdout)
-        # Context full: a 60-token prompt in a 64-token context leaves room for 5.
+        # Context full with --keep 0: a 60-token prompt in a 64-token context
+        # leaves room for 5 (generate_test.py checks the shift past it).
         p60 = "x" * 60
-        r = ck.run("generate", "-m", gg, "-p", p60, "-n", 100, "--temp", 0, "--ignore-eos")
+        r = ck.run("generate", "-m", gg, "-p", p60, "-n", 100, "--temp", 0, "--ignore-eos",
+                   "--keep", 0)
         err = r.stderr.decode()
-        ck.check(r.returncode == 0 and "generated: 5 tokens" in err and "context is full (64" in err,
-                 "context full: exit %d %r" % (r.returncode, err))
+        ck.check(r.returncode == 0 and "generated: 5 tokens" in err and "context is full (64" in err
+                 and "stop: context" in err, "context full: exit %d %r" % (r.returncode, err))
         # Too long a prompt: both lengths named; --truncate keeps its end.
         ck.expect_fail(1, ["100 tokens", "64 tokens", "--truncate"], "generate", "-m", gg,
                        "-p", "y" * 100, "-n", 4)
@@ -237,8 +239,8 @@ def main():
 
         # ---- bad input -------------------------------------------------------------
         usage = [
-            (["-n", "-1"], "[0, 1000000]"), (["-n", "abc"], "[0, 1000000]"),
-            (["-n", "1000001"], "[0, 1000000]"),
+            (["-n", "-2"], "[-1, 1000000000]"), (["-n", "abc"], "[-1, 1000000000]"),
+            (["-n", "1000000001"], "[-1, 1000000000]"),
             (["--temp", "-0.5"], "[0, 100]"), (["--temp", "nan"], "[0, 100]"),
             (["--temp", "101"], "[0, 100]"),
             (["--top-k", "-3"], "[0, 1000000]"), (["--top-p", "1.5"], "[0, 1]"),
@@ -249,7 +251,7 @@ def main():
             (["--seed", "18446744073709551616"], "[0, 18446744073709551615]"),
             (["--isa", "sse9"], "scalar, avx2, avx512, neon"),
             (["--bogus"], "unknown option"), (["-n"], "needs a value"),
-            (["-p", "a", "-f", pf], "not both"),
+            (["-p", "a", "-f", pf], "one of -p, -f or --prompt-ids"),
             (["--ctx", "65"], "[1, 64]"),
             # the option parser (tools/cli.c): left to right, the flag named as typed
             (["--seed"], "--seed needs a value"), (["--top-k", "1e3"], "--top-k: '1e3'"),

@@ -125,6 +125,44 @@ int main(int argc, char **argv) {
     s = tinygpt_eval(m, ids, 1, C, logits, 0);
     CHECK(s == TINYGPT_ERR_RANGE, "past the context: %d", s);
 
+    /* The cache holds positions 0..P-1: pos <= P appends or rewrites, pos >
+     * P is refused naming both numbers and leaves the cache as it was. */
+    CHECK(tinygpt_n_past(m) == (int)n, "n_past %d after a prefill of %zu", tinygpt_n_past(m), n);
+    char want[64];
+    snprintf(want, sizeof want, "position %d is past the %d positions", (int)n + 1, (int)n);
+    s = tinygpt_eval(m, ids, 1, (int)n + 1, logits, 0);
+    CHECK(s == TINYGPT_ERR_RANGE && strstr(tinygpt_last_error(m), want) &&
+              tinygpt_n_past(m) == (int)n,
+          "a gap after the cache: %d '%s'", s, tinygpt_last_error(m));
+    tinygpt *fresh = NULL;
+    if (tinygpt_open(&fresh, path, NULL, err) == TINYGPT_OK) {
+        CHECK(tinygpt_n_past(fresh) == 0, "n_past of a new handle: %d", tinygpt_n_past(fresh));
+        s = tinygpt_eval(fresh, ids, 1, C > 50 ? 50 : C - 1, logits, 0);
+        CHECK(s == TINYGPT_ERR_RANGE && strstr(tinygpt_last_error(fresh), "the 0 positions"),
+              "pos 50 on an empty cache: %d '%s'", s, tinygpt_last_error(fresh));
+        CHECK(tinygpt_eval(fresh, ids, 1, 0, logits, 0) == TINYGPT_OK &&
+                  tinygpt_n_past(fresh) == 1, "pos 0 on an empty cache: %s",
+              tinygpt_last_error(fresh));
+        tinygpt_close(fresh);
+    }
+    if (n >= 2) {
+        /* Rewriting from pos 1 after three positions forgets the third: the
+         * logits equal a run that never had it (the same kernels, bit for
+         * bit), and P is 2. */
+        float *a = malloc((size_t)V * sizeof *a);
+        int junk[2] = {ids[n - 1], ids[0]};
+        CHECK(tinygpt_eval(m, ids, 1, 0, logits, 0) == TINYGPT_OK &&
+                  tinygpt_eval(m, ids + 1, 1, 1, a, 0) == TINYGPT_OK, "reference run");
+        CHECK(tinygpt_eval(m, ids, 1, 0, logits, 0) == TINYGPT_OK &&
+                  tinygpt_eval(m, junk, 2, 1, logits, 0) == TINYGPT_OK && tinygpt_n_past(m) == 3,
+              "three positions: %s", tinygpt_last_error(m));
+        CHECK(tinygpt_eval(m, ids + 1, 1, 1, logits, 0) == TINYGPT_OK && tinygpt_n_past(m) == 2 &&
+                  !memcmp(a, logits, (size_t)V * sizeof *a),
+              "rewritten from pos 1: n_past %d, logits differ from a fresh run's?",
+              tinygpt_n_past(m));
+        free(a);
+    }
+
     /* Greedy continuation through the KV cache. */
     tinygpt_sampling sp;
     tinygpt_sampling_init(&sp);

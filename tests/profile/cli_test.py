@@ -343,6 +343,17 @@ def main():
             check(len(lines) == 1 and lines[0].startswith("tinygpt " + args[0]),
                   f"{args}: stderr {r.stderr!r}")
 
+        # The messages name the model's real context (they once read it after
+        # the model was freed: "0-position context (at most -1)").
+        for args, want in [
+            (["bench", "-m", model, "-p", "8,97", "-n", "4"], "97 tokens do not fit the model's 96-position context"),
+            (["profile", "-m", model, "--ctx-sweep", "8,96"], "96 does not fit the model's 96-position context (at most 95)"),
+            (["profile", "-m", model, "-n", "96"], "-n 96 does not fit the model's 96-position context"),
+            (["profile", "-m", model, "--prompt-tokens", "90", "-n", "10"], "do not fit the model's 96-position context"),
+        ]:
+            r = run(args, expect=2)
+            check(want in r.stderr, f"{args}: stderr {r.stderr!r}, wanted {want!r}")
+
         # Runtime errors: exit 1, nothing written.
         run(["profile", "-m", os.path.join(tmp, "missing.gguf")], expect=1)
         run(["bench", "-m", os.path.join(tmp, "missing.gguf")], expect=1)
