@@ -103,7 +103,8 @@ tinygpt_status tinygpt_eval(tinygpt *m, const int *tokens, int n, int pos, float
 
 /* Sampling settings of the handle's sampler. */
 typedef struct tinygpt_sampling {
-    float temp;           /* [0, 100]; 0 = greedy (default 0.8) */
+    float temp;           /* 0 = greedy, or [1.17549435e-38 (FLT_MIN), 100]: below FLT_MIN
+                             1/temp overflows, so that is TINYGPT_ERR_ARG (default 0.8) */
     int top_k;            /* 0 = off (default 40) */
     float top_p;          /* [0, 1]; 1 = off (default 0.95) */
     float min_p;          /* [0, 1]; 0 = off (default 0.05) */
@@ -116,7 +117,9 @@ void tinygpt_sampling_init(tinygpt_sampling *s);
 /* Replaces the sampler (its history and RNG restart from the seed). */
 tinygpt_status tinygpt_set_sampling(tinygpt *m, const tinygpt_sampling *s);
 /* Picks the next token from logits[V]; the token is also recorded for the
- * repetition penalty. */
+ * repetition penalty. NaN and -inf logits are never picked; if some are
+ * +inf, one of those is (uniformly). Returns -1 (tinygpt_last_error says
+ * why) when every logit is NaN or -inf. */
 int tinygpt_sample(tinygpt *m, const float *logits);
 /* Records a token (e.g. of the prompt) for the repetition penalty. */
 void tinygpt_accept(tinygpt *m, int token);
