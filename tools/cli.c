@@ -189,6 +189,12 @@ void cli_out_abort(cli_outfile *o) {
     memset(o, 0, sizeof *o);
 }
 
+const char *cli_json_num(char *buf, size_t n, const char *fmt, double v) {
+    if (!isfinite(v)) return "null";
+    snprintf(buf, n, fmt, v);
+    return buf;
+}
+
 const char *cli_default_model(void) {
     static char buf[PATH_MAX];
     const char *env = getenv("TINYGPT_MODEL");

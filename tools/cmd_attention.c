@@ -22,7 +22,8 @@ static void help(FILE *f) {
             "  --query I    the query token, 0-based (default: the last)\n"
             "  --svg FILE   write a grid of heatmaps (layers x heads, tokens x tokens)\n"
             "  --log        colour the heatmaps by log weight, so sinks do not wash out the rest\n"
-            "  --json       print every weight as JSON instead of bars\n",
+            "  --json       print every weight as JSON instead of bars\n"
+            RUN_HELP_NO_CHECK,
             DEFAULT_PROMPT);
 }
 
@@ -42,6 +43,7 @@ int cmd_attention(int argc, char **argv) {
         {CLI_FLAG("--json", NULL, &json, 1)},
         {CLI_INT("-t", NULL, &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
+        {RUN_OPT_NO_CHECK(&ro.no_check)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

@@ -47,7 +47,8 @@ static void help(FILE *f) {
             "  --head-tokens N  tokens of the text used for the per-head metrics and\n"
             "                   ablations, [2, 10^7] (default 2048)\n"
             "  --seed S         seed of the random induction sequences (default 1)\n"
-            "  --no-agreement   skip part 6 (needed when the vocabularies differ)\n");
+            "  --no-agreement   skip part 6 (needed when the vocabularies differ)\n"
+            RUN_HELP_NO_CHECK);
 }
 
 /* ---- one model --------------------------------------------------------------- */
@@ -607,6 +608,7 @@ int cmd_compare(int argc, char **argv) {
         {CLI_FLAG("--no-agreement", NULL, &do_agree, 0)},
         {CLI_INT("-t", NULL, &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
+        {RUN_OPT_NO_CHECK(&ro.no_check)},
         {CLI_ARGS(take_model, paths), .n = &n_paths},
         {0},
     };

@@ -27,7 +27,8 @@ static void help(FILE *f) {
             "  --ctx N       window length in tokens, [2, the model's context] (default: the context)\n"
             "  --json        print {tokens, nats_per_token, perplexity, nats_per_byte, bits_per_byte}\n"
             "  -t THREADS    worker threads, [1, 1024] (default 1)\n"
-            "  --isa ISA     scalar|avx2|avx512|neon\n");
+            "  --isa ISA     scalar|avx2|avx512|neon\n"
+            RUN_HELP_NO_CHECK);
 }
 
 /* -log softmax(logits[V])[target], in double */
@@ -50,6 +51,7 @@ int cmd_eval(int argc, char **argv) {
         {CLI_INT("--ctx", NULL, &ctx, 2, 1 << 24)},
         {CLI_INT("-t", NULL, &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
+        {RUN_OPT_NO_CHECK(&ro.no_check)},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {0},
     };
@@ -117,10 +119,11 @@ int cmd_eval(int argc, char **argv) {
     }
     double npt = nats / (double)scored, npb = bytes ? nats / (double)bytes : 0.0;
     if (json)
-        printf("{\"tokens\": %zu, \"nats_per_token\": %.9g, \"perplexity\": %.9g, "
-               "\"nats_per_byte\": %.9g, \"bits_per_byte\": %.9g, \"bytes\": %zu, "
+        printf("{\"tokens\": %zu, \"nats_per_token\": %s, \"perplexity\": %s, "
+               "\"nats_per_byte\": %s, \"bits_per_byte\": %s, \"bytes\": %zu, "
                "\"window\": %d}\n",
-               scored, npt, exp(npt), npb, npb / log(2.0), bytes, N);
+               scored, CLI_JNUM("%.9g", npt), CLI_JNUM("%.9g", exp(npt)), CLI_JNUM("%.9g", npb),
+               CLI_JNUM("%.9g", npb / log(2.0)), bytes, N);
     else
         printf("tokens %zu  nats/token %.4f  perplexity %.3f  nats/byte %.4f  bits/byte %.4f\n",
                scored, npt, exp(npt), npb, npb / log(2.0));

@@ -26,7 +26,7 @@ static void help(FILE *f) {
             "                        shipped model, or $TINYGPT_MODEL)\n"
             "  -p PROMPT | -f FILE   the prompt (default: empty, starts from <|endoftext|>)\n"
             "  -n N                  tokens to generate, [0, 1000000] (default 256)\n"
-            "  --temp T              temperature, [0, 100]; 0 = greedy (default 0.8)\n"
+            "  --temp T              temperature, 0 (greedy) or [1.2e-38, 100] (default 0.8)\n"
             "  --top-k K             keep the K most likely, [0, 1000000]; 0 = off (default 40)\n"
             "  --top-p P             nucleus mass, [0, 1]; 1 = off (default 0.95)\n"
             "  --min-p P             keep p >= P * p_max, [0, 1]; 0 = off (default 0.05)\n"
@@ -38,7 +38,8 @@ static void help(FILE *f) {
             "  --ctx N               context length, [1, the model's] (default: the model's)\n"
             "  --ignore-eos          keep going past <|endoftext|>\n"
             "  --truncate            keep the end of a prompt longer than the context\n"
-            "  --no-echo             do not print the prompt before the continuation\n");
+            "  --no-echo             do not print the prompt before the continuation\n"
+            RUN_HELP_NO_CHECK);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -87,11 +88,15 @@ int cmd_generate(int argc, char **argv) {
         {CLI_FLAG("--ignore-eos", NULL, &ignore_eos, 1)},
         {CLI_FLAG("--truncate", NULL, &truncate, 1)},
         {CLI_FLAG("--no-echo", NULL, &echo, 0)},
+        {RUN_OPT_NO_CHECK(&ro.no_check)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
     if (prompt && prompt_file) return cli_usage(CMD, "give the prompt with -p or -f, not both");
+    if (temp > 0 && temp < TG_SAMPLER_MIN_TEMP)
+        return cli_usage(CMD, "--temp: %g is below the smallest usable temperature %g (1/T "
+                              "overflows); use 0 for greedy", temp, (double)TG_SAMPLER_MIN_TEMP);
     if (!have_seed) seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     ro.n_threads = (int)threads;
     ro.n_ctx = (int)ctx;
@@ -205,6 +210,10 @@ int cmd_generate(int argc, char **argv) {
             break;
         }
         int tok = tg_sampler_sample(smp, logits);
+        if (tok < 0) {
+            st = tg_fail(&err, TG_ERR_NUMERIC, "no logit is a number above -inf: nothing to sample");
+            break;
+        }
         if (tok == eos && !ignore_eos) {
             stop = "end of text";
             break;

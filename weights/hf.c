@@ -197,7 +197,8 @@ static const char *hf_part(const char *part, int *conv1d) {
     return NULL;
 }
 
-static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot *sl, const char *path, tg_err *err) {
+static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot *sl, int check, const char *path,
+                             tg_err *err) {
     int conv1d;
     const char *part = hf_part(sl->part, &conv1d);
     char name[128], alt[160];
@@ -235,12 +236,16 @@ static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot
     float *dst = store_alloc(store, n);
     if (!dst) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
     tg_status s;
+    /* the check runs on the f32 values (conversion keeps inf and NaN) in the
+     * file's order, so the index it names is the file's */
     if (!conv1d) {
         s = tg_st_to_f32(t, dst, err);
+        if (!s && check) s = gpt2_check_finite(TG_GGML_F32, dst, n, path, t->name, err);
     } else {
         float *tmp = malloc(n * sizeof *tmp);
         if (!tmp) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
         s = tg_st_to_f32(t, tmp, err);
+        if (!s && check) s = gpt2_check_finite(TG_GGML_F32, tmp, n, path, t->name, err);
         /* tmp[IN, OUT] -> dst[OUT, IN] */
         int64_t in = want[0], out = want[1];
         for (int64_t i = 0; !s && i < in; i++)
@@ -252,7 +257,8 @@ static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot
     return TG_OK;
 }
 
-tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err) {
+tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err) {
+    int vocab_only = flags & TG_LOAD_VOCAB_ONLY;
     tg_status s;
     int bos = 0x7fffffff, eos = 0x7fffffff;
     char path[4096];
@@ -286,7 +292,8 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err
         gpt2_slot *slots = malloc((size_t)n * sizeof *slots);
         if (!m->w.layers || !slots) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
         if (!s) gpt2_slots(&m->cfg, &m->w, slots);
-        for (int i = 0; i < n && !s; i++) s = load_tensor(store, st, &slots[i], path, err);
+        for (int i = 0; i < n && !s; i++)
+            s = load_tensor(store, st, &slots[i], !(flags & TG_LOAD_NO_CHECK), path, err);
         free(slots);
         tg_st_close(st);
         if (s) return s;
