@@ -100,23 +100,32 @@ tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err)
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += txt[i] == '\n';
     if (!(v->merges = calloc(lines, sizeof *v->merges))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-    char *p = txt;
-    for (size_t line = 1; !s && p < txt + len; line++) {
-        char *nl = strchr(p, '\n'), *end = nl ? nl : txt + len;
-        char *next = nl ? nl + 1 : txt + len;
+    /* Every search is bounded by the line (memchr with explicit lengths):
+     * strchr on the rest of the buffer was linear per call under ASan's
+     * strict_string_checks, quadratic over a 2M-line file. */
+    const char *p = txt, *stop = txt + len;
+    for (size_t line = 1; !s && p < stop; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(stop - p));
+        const char *end = nl ? nl : stop, *next = nl ? nl + 1 : stop;
         if (end > p && end[-1] == '\r') end--;
-        *end = 0;
-        if ((line == 1 && !strncmp(p, "#version", 8)) || end == p) {
+        size_t n = (size_t)(end - p);
+        if ((line == 1 && n >= 8 && !memcmp(p, "#version", 8)) || n == 0) {
             p = next;
             continue; /* the header and blank lines carry no merge */
         }
-        char *sp = strchr(p, ' ');
-        if (!sp || sp == p || !sp[1] || strchr(sp + 1, ' ')) {
+        const char *sp = memchr(p, ' ', n);
+        if (!sp || sp == p || sp + 1 == end || memchr(sp + 1, ' ', (size_t)(end - sp - 1))) {
             s = tg_fail(err, TG_ERR_FORMAT, "%s: line %zu is not 'left right'", path, line);
             break;
         }
-        if (!(v->merges[v->n_merges] = strdup(p))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-        else v->n_merges++;
+        char *m = malloc(n + 1);
+        if (!m) {
+            s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        memcpy(m, p, n);
+        m[n] = 0;
+        v->merges[v->n_merges++] = m;
         p = next;
     }
     free(txt);
