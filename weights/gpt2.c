@@ -398,6 +398,14 @@ static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err
         return tg_fail(err, TG_ERR_FORMAT, "%s: the tokenizer has %d tokens but token_embd.weight has %d rows", path,
                        m->vocab.n_tokens, m->cfg.n_vocab);
 
+    /* tensors of layers past the block count: the metadata and the weights disagree */
+    for (int64_t i = 0; i < tg_gguf_n_tensors(g); i++) {
+        const char *nm = tg_gguf_tensor_at(g, i)->name;
+        int layer;
+        if (sscanf(nm, "blk.%d.", &layer) == 1 && layer >= m->cfg.n_layer)
+            return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' is for layer %d but gpt2.block_count is %d", path,
+                           nm, layer, m->cfg.n_layer);
+    }
     if (!(m->w.layers = calloc((size_t)m->cfg.n_layer, sizeof *m->w.layers)))
         return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     int n = gpt2_n_slots(&m->cfg);

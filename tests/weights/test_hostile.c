@@ -528,7 +528,13 @@ static void e_shape(tg_gguf_writer *w, test_model *t) {
     (void)t;
     static float z[64]; /* the writer keeps the pointer until tg_gguf_write */
     int64_t ne[1] = {7};
-    tg_gguf_add_tensor_f32(w, "blk.9.ffn_up.bias", 1, ne, z, TG_GGML_F32, NULL); /* extra: ignored */
+    tg_gguf_add_tensor_f32(w, "extra.notes", 1, ne, z, TG_GGML_F32, NULL); /* extra: ignored */
+}
+static void e_layer(tg_gguf_writer *w, test_model *t) {
+    (void)t;
+    static float z[64];
+    int64_t ne[1] = {7};
+    tg_gguf_add_tensor_f32(w, "blk.9.ffn_up.bias", 1, ne, z, TG_GGML_F32, NULL);
 }
 
 Test(binding, extra_tensors_are_ignored) {
@@ -536,6 +542,9 @@ Test(binding, extra_tensors_are_ignored) {
     test_model_make(&t, 1, 1, 4, 4, 1);
     tg_err err;
     cr_assert_eq(load_edited(&t, e_shape, &err), TG_OK, "%s", err.msg);
+    /* but a tensor of a layer past block_count means the file is inconsistent */
+    cr_assert_eq(load_edited(&t, e_layer, &err), TG_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "'blk.9.ffn_up.bias' is for layer 9 but gpt2.block_count is 1"), "%s", err.msg);
     test_model_free(&t);
 }
 
