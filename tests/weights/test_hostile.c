@@ -274,6 +274,12 @@ Test(hostile, fields) {
     CASE(set64(&b, L.t1_offset, 512), TG_ERR_FORMAT, "past the end");
     CASE(set64(&b, L.t1_offset, 224), TG_ERR_FORMAT, "overlap");
     CASE(b.p[L.t1_name + 8] = 'a', TG_ERR_FORMAT, "duplicate tensor name 'a'");
+    /* type confusion: F32 data declared with a smaller type leaves bytes no
+     * tensor covers (a gap before the next tensor, or after the last one) */
+    CASE(set32(&b, L.t0_type, TG_GGML_F16), TG_ERR_FORMAT, "tensor 'b' starts 128 bytes after");
+    CASE(set32(&b, L.t0_type, TG_GGML_BF16), TG_ERR_FORMAT, "not packed");
+    CASE(set32(&b, L.t0_type, TG_GGML_Q8_0), TG_ERR_FORMAT, "not packed");
+    CASE(set32(&b, L.t1_offset - 4, TG_GGML_F16), TG_ERR_FORMAT, "64 bytes follow the last tensor");
 #undef CASE
 }
 
@@ -305,6 +311,12 @@ Test(hostile, keys_and_alignment) {
     b = kv_file("general.alignment", TG_GGUF_UINT32, 48, "y");
     expect_fail(&b, TG_ERR_FORMAT, "not a power of two");
     free(b.p);
+    /* 1, 2 and 4 are powers of two but not the multiple of 8 the spec requires */
+    for (uint64_t a = 1; a <= 4; a *= 2) {
+        b = kv_file("general.alignment", TG_GGUF_UINT32, a, "y");
+        expect_fail(&b, TG_ERR_FORMAT, "not a multiple of 8");
+        free(b.p);
+    }
     b = kv_file("general.alignment", TG_GGUF_UINT64, 32, "y");
     expect_fail(&b, TG_ERR_FORMAT, "expected uint32");
     free(b.p);
