@@ -283,6 +283,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 1 and j["n_layer"] == 4 and j["problems"] ==
           ["tensor 'output_norm.weight' holds a non-finite value (NaN) at index 3"], f"inspect --json: {j.get('problems')}")
     expect(["inspect", shipped], 0)
+    # a corrupted first merge (its result no longer a token): inspect's
+    # tokenizer build finds it, so 'problems: none' means the model runs
+    d = bytearray(open(shipped, "rb").read())
+    key = b"tokenizer.ggml.merges"
+    q = d.find(struct.pack("<Q", len(key)) + key) + 8 + len(key) + 4 + 4 + 8  # type, elem type, count
+    n0 = struct.unpack_from("<Q", d, q)[0]
+    first = bytes(d[q + 8:q + 8 + n0])
+    sp = first.index(b" ")
+    d[q + 8 + sp + 1] = ord("~") if first[sp + 1:sp + 2] != b"~" else ord("|")
+    open(p("badmerge.gguf"), "wb").write(bytes(d))
+    r = expect(["inspect", p("badmerge.gguf")], 1, b"the tokenizer cannot be built: tokenizer: merge 0")
+    check(b"layers 4, heads 4" in r.stdout, f"inspect describes the model: {r.stdout[:300]!r}")
+    expect(["generate", "-m", p("badmerge.gguf"), "-p", "ROMEO:", "-n", "2"], 1, b"merge 0")
 
     # f16 init, convert GGUF -> GGUF (re-encode), vocab-only GGUF
     expect(base + ["--dtype", "f16", "-o", p("h.gguf")], 0)
