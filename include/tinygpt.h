@@ -59,7 +59,9 @@ typedef struct tinygpt_options {
 void tinygpt_options_init(tinygpt_options *o);
 
 /* Loads a model. opts may be NULL (defaults). On failure *out is NULL and
- * err (if non-NULL, TINYGPT_ERR_LEN bytes) holds a one-line message. */
+ * err (if non-NULL, TINYGPT_ERR_LEN bytes) holds a one-line message. A
+ * tensor holding NaN or inf is TINYGPT_ERR_NUMERIC (every tensor is scanned
+ * once at load). */
 tinygpt_status tinygpt_open(tinygpt **out, const char *path, const tinygpt_options *opts,
                             char *err);
 void tinygpt_close(tinygpt *m);
@@ -97,7 +99,7 @@ size_t tinygpt_utf8_complete(const char *buf, size_t n);
 /* Runs tokens[n] at positions pos..pos+n-1 through the model, appending to
  * the KV cache (which must hold positions 0..pos-1 from earlier calls; pos 0
  * starts afresh). Writes logits[n, V] if all_logits, else the last
- * position's logits[V]. */
+ * position's logits[V]. A NaN or inf logit is TINYGPT_ERR_NUMERIC. */
 tinygpt_status tinygpt_eval(tinygpt *m, const int *tokens, int n, int pos, float *logits,
                             int all_logits);
 

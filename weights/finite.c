@@ -44,10 +44,12 @@ int64_t tg_find_nonfinite(uint32_t type, const void *data, uint64_t n, const cha
     case TG_GGML_F32: return tg_f32_find_nonfinite(p, n, what);
     case TG_GGML_F16: return scan16(p, n, 2, 0x7c00, what);
     case TG_GGML_BF16: return scan16(p, n, 2, 0x7f80, what);
-    case TG_GGML_Q8_0: {
-        /* blocks of 34 bytes: the f16 scale first, then 32 int8 */
-        int64_t blk = scan16(p, n / TG_Q8_0_BLOCK, 34, 0x7c00, what);
-        return blk < 0 ? blk : blk * TG_Q8_0_BLOCK;
+    case TG_GGML_Q8_0:
+    case TG_GGML_Q4_0: {
+        /* blocks of 32 values, the f16 scale first: then 32 int8 (34 bytes)
+         * or 16 bytes of nibbles (18 bytes) */
+        int64_t blk = scan16(p, n / 32, type == TG_GGML_Q8_0 ? 34 : 18, 0x7c00, what);
+        return blk < 0 ? blk : blk * 32;
     }
     default: return -2;
     }

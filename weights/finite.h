@@ -9,8 +9,8 @@
 
 /* The index of the first non-finite element (NaN, +inf or -inf) of the n
  * elements at data, encoded as GGML type `type` (weights/gguf.h: F32, F16,
- * BF16 by their raw bits; Q8_0 by its block scales, since d * q is finite
- * exactly when d is: the index is then the block's first element), or -1
+ * BF16 by their raw bits; Q8_0 and Q4_0 by their block scales, since d * q
+ * is finite exactly when d is: the index is then the block's first element), or -1
  * when all are finite. *what (if non-NULL) is set to "NaN", "+inf" or
  * "-inf" for the value found. Other types: -2 (not checked). data need not
  * be aligned. */

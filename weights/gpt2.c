@@ -350,7 +350,7 @@ tg_status gpt2_check_finite(uint32_t type, const void *data, uint64_t n, const c
                             const char *name, tg_err *err) {
     const char *what = "";
     int64_t at = tg_find_nonfinite(type, data, n, &what);
-    if (at < 0) return TG_OK; /* -2 (a type the scan does not know) cannot reach here */
+    if (at < 0) return TG_OK; /* -2: a type without a scan; none of the types that load */
     return tg_fail(err, TG_ERR_NUMERIC,
                    "%s: tensor '%s' holds a non-finite value (%s) at index %" PRId64
                    " (--no-check loads it anyway)",

@@ -660,7 +660,15 @@ Test(finite, every_type_finds_the_first_bad_element) {
     q[34 * 2] = 0x01, q[34 * 2 + 1] = 0x7c; /* d = NaN */
     cr_assert_eq(tg_find_nonfinite(TG_GGML_Q8_0, q, 128, &what), 64);
     cr_assert_str_eq(what, "NaN");
-    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q4_0, q, 32, &what), -2, "unknown to the scan");
+    /* Q4_0: 18-byte blocks, the same rule */
+    static uint8_t q4[18 * 3];
+    memset(q4, 0xff, sizeof q4);
+    for (int b = 0; b < 3; b++) q4[18 * b] = 0x00, q4[18 * b + 1] = 0x3c;
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q4_0, q4, 96, &what), -1);
+    q4[18 * 1 + 1] = 0xfc; /* d = -inf */
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q4_0, q4, 96, &what), 32);
+    cr_assert_str_eq(what, "-inf");
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q4_1, q, 32, &what), -2, "unknown to the scan");
 }
 
 /* An F16 tensor with an inf, through the loader: named, and --no-check loads. */
