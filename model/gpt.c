@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/finite.h"
 #include "engine/mem.h"
 #include "model/gpt_internal.h"
-#include "engine/finite.h"
 
 static const char *const op_names[TG_OP_COUNT] = {
     "embed", "ln_1", "qkv", "attn_scores", "attn_softmax", "attn_mix", "attn_proj",
