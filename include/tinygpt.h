@@ -59,7 +59,9 @@ typedef struct tinygpt_options {
 void tinygpt_options_init(tinygpt_options *o);
 
 /* Loads a model. opts may be NULL (defaults). On failure *out is NULL and
- * err (if non-NULL, TINYGPT_ERR_LEN bytes) holds a one-line message. */
+ * err (if non-NULL, TINYGPT_ERR_LEN bytes) holds a one-line message. A
+ * tensor holding NaN or inf is TINYGPT_ERR_NUMERIC (every tensor is scanned
+ * once at load). */
 tinygpt_status tinygpt_open(tinygpt **out, const char *path, const tinygpt_options *opts,
                             char *err);
 void tinygpt_close(tinygpt *m);
@@ -102,7 +104,8 @@ size_t tinygpt_utf8_complete(const char *buf, size_t n);
  * and P. pos + n beyond tinygpt_n_ctx is TINYGPT_ERR_RANGE too; a token id
  * outside [0, V) is TINYGPT_ERR_ARG. After a success P = pos + n; after a
  * failure the cache is unchanged. Writes logits[n, V] if all_logits, else
- * the last position's logits[V]. */
+ * the last position's logits[V]. A NaN or inf logit is TINYGPT_ERR_NUMERIC
+ * (the logits are then garbage; the cache holds the batch: P = pos + n). */
 tinygpt_status tinygpt_eval(tinygpt *m, const int *tokens, int n, int pos, float *logits,
                             int all_logits);
 /* P: how many positions the KV cache holds (the next pos to append at). */
@@ -110,7 +113,8 @@ int tinygpt_n_past(const tinygpt *m);
 
 /* Sampling settings of the handle's sampler. */
 typedef struct tinygpt_sampling {
-    float temp;           /* [0, 100]; 0 = greedy (default 0.8) */
+    float temp;           /* 0 = greedy, or [1.17549435e-38 (FLT_MIN), 100]: below FLT_MIN
+                             1/temp overflows, so that is TINYGPT_ERR_ARG (default 0.8) */
     int top_k;            /* 0 = off (default 40) */
     float top_p;          /* [0, 1]; 1 = off (default 0.95) */
     float min_p;          /* [0, 1]; 0 = off (default 0.05) */
@@ -123,7 +127,9 @@ void tinygpt_sampling_init(tinygpt_sampling *s);
 /* Replaces the sampler (its history and RNG restart from the seed). */
 tinygpt_status tinygpt_set_sampling(tinygpt *m, const tinygpt_sampling *s);
 /* Picks the next token from logits[V]; the token is also recorded for the
- * repetition penalty. */
+ * repetition penalty. NaN and -inf logits are never picked; if some are
+ * +inf, one of those is (uniformly). Returns -1 (tinygpt_last_error says
+ * why) when every logit is NaN or -inf. */
 int tinygpt_sample(tinygpt *m, const float *logits);
 /* Records a token (e.g. of the prompt) for the repetition penalty. */
 void tinygpt_accept(tinygpt *m, int token);

@@ -154,6 +154,11 @@ tinygpt_status tinygpt_set_sampling(tinygpt *m, const tinygpt_sampling *p) {
 
 int tinygpt_sample(tinygpt *m, const float *logits) {
     int t = tg_sampler_sample(m->sampler, logits);
+    if (t < 0) {
+        tg_fail(&m->err, TG_ERR_NUMERIC,
+                "tinygpt_sample: every logit is NaN or -inf, nothing to sample");
+        return -1;
+    }
     tg_sampler_accept(m->sampler, t);
     return t;
 }

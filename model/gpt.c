@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/finite.h"
 #include "engine/mem.h"
 #include "model/gpt_internal.h"
 
@@ -405,5 +406,19 @@ tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *lo
     tg_probe_begin(g, TG_OP_LM_HEAD, -1, -1, 0);
     tg_matmul(&g->eng, g->pool, logits, g->xn, g->w.lm_head, NULL, rows, E, V);
     tg_probe_end(g, TG_OP_LM_HEAD, -1, -1, 0);
+
+    /* A NaN or inf logit means the weights (loaded with --no-check) or the
+     * activations are not finite: stop at the first one rather than sample
+     * or score garbage. One pass over rows * V floats, next to the LM head's
+     * rows * V * E multiply-adds. */
+    const char *what = "";
+    int64_t bad = tg_f32_find_nonfinite(logits, (uint64_t)rows * (uint64_t)V, &what);
+    if (bad >= 0) {
+        int t = T - rows + (int)(bad / V);
+        return tg_fail(err, TG_ERR_NUMERIC,
+                       "gpt: logit %d of the token at position %d is %s: the model's weights or "
+                       "activations are not finite",
+                       (int)(bad % V), pos + t, what);
+    }
     return TG_OK;
 }

@@ -78,7 +78,9 @@ int tg_gpt_n_ctx(const tg_gpt *g); /* C: the KV cache length */
  * (GEMM path), T == 1 a decode step. Writes logits[T,V] when all_logits,
  * else only the last token's logits[V]. pos > P or pos + T beyond the cache
  * length is TG_ERR_RANGE; token ids outside [0,V) are TG_ERR_ARG (the cache
- * is then unchanged). */
+ * is then unchanged). A NaN or inf among the logits written is
+ * TG_ERR_NUMERIC naming the first (the logits are then garbage; the KV cache
+ * holds the batch, P = pos + T). */
 tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *logits,
                          int all_logits, tg_err *err);
 

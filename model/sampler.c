@@ -36,6 +36,11 @@ tg_status tg_sampler_create(tg_sampler **out, const tg_sampler_params *p, int n_
     if (n_vocab < 1) return tg_fail(err, TG_ERR_ARG, "sampler: vocabulary of %d tokens", n_vocab);
     if (!in_range(p->temp, 0.0f, 100.0f))
         return tg_fail(err, TG_ERR_ARG, "sampler: temperature %g outside [0, 100]", p->temp);
+    if (p->temp > 0.0f && p->temp < TG_SAMPLER_MIN_TEMP)
+        return tg_fail(err, TG_ERR_ARG,
+                       "sampler: temperature %g is below the smallest usable %g (1/temp "
+                       "overflows); use 0 for greedy",
+                       p->temp, TG_SAMPLER_MIN_TEMP);
     if (p->top_k < 0 || p->top_k > (1 << 30))
         return tg_fail(err, TG_ERR_ARG, "sampler: top-k %d outside [0, %d]", p->top_k, 1 << 30);
     if (!in_range(p->top_p, 0.0f, 1.0f))
@@ -120,11 +125,12 @@ static void apply_penalty(tg_sampler *s, float *x) {
     for (int i = 0; i < s->n_recent; i++) s->seen[s->recent[i]] = 0;
 }
 
-/* The first index of the largest finite-or-inf value (NaN never wins). */
+/* The first index of the largest value above -inf (+inf included; NaN and
+ * -inf never win), or -1 if there is none. */
 static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best] || x[best] != x[best]) best = i;
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (x[i] > -INFINITY && (best < 0 || x[i] > x[best])) best = i;
     return best;
 }
 
@@ -178,14 +184,18 @@ int tg_sampler_sample(tg_sampler *s, const float *logits) {
         for (int i = 0; i < V; i++)
             if (x[i] > -INFINITY) c[n++] = (cand){i, x[i]};
     }
-    if (n == 0) return argmax(x, V);
+    if (n == 0) return -1; /* every logit NaN or -inf */
 
-    /* softmax(logit / temp) over the candidates */
+    /* softmax(logit / temp) over the candidates. temp >= FLT_MIN keeps
+     * inv_t finite, so (v - mx) * inv_t is 0 for the largest and <= 0 (or
+     * -inf) for the rest: no NaN. A +inf maximum is the limit instead:
+     * probability 1 for each +inf token, 0 for the others, then normalised. */
     float inv_t = 1.0f / s->p.temp, mx = -INFINITY;
     for (int i = 0; i < n; i++) mx = c[i].v > mx ? c[i].v : mx;
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
-        c[i].v = expf((c[i].v - mx) * inv_t);
+        if (mx == INFINITY) c[i].v = c[i].v == INFINITY ? 1.0f : 0.0f;
+        else c[i].v = expf((c[i].v - mx) * inv_t);
         sum += c[i].v;
     }
     float pmax = 0.0f;
@@ -229,7 +239,8 @@ int tg_sampler_sample(tg_sampler *s, const float *logits) {
         n = m;
     }
 
-    /* Draw from what is left, renormalised. */
+    /* Draw from what is left, renormalised. The most likely token (p = pmax
+     * > 0) survives top-p (it ranks first) and min-p (min_p <= 1), so n >= 1. */
     double total = 0.0;
     for (int i = 0; i < n; i++) total += c[i].v;
     double r = tg_sampler_uniform(s) * total, cum = 0.0;

@@ -443,15 +443,30 @@ tg_status tg_tokenizer_create(tg_tokenizer **out, const tg_vocab *v, tg_err *err
             goto fail;
         }
         size_t la = (size_t)(sp - m), lb = strlen(sp + 1);
+        /* A merge whose parts or result are not tokens cannot come from a
+         * consistent tokenizer (GPT-2's 50,000 merges all name tokens): it
+         * is corruption, and skipping it would silently change the BPE. */
         int a = str_lookup(t, m, la), b = str_lookup(t, sp + 1, lb);
-        if (a < 0 || b < 0) continue;
+        if (a < 0 || b < 0) {
+            int blen = (int)(a < 0 ? la : lb);
+            s = tg_fail(err, TG_ERR_FORMAT,
+                        "tokenizer: merge %d (\"%.60s\") names '%.*s', which is not in the vocabulary",
+                        r, m, blen > 40 ? 40 : blen, a < 0 ? m : sp + 1);
+            goto fail;
+        }
         char *ab = malloc(la + lb + 1);
         if (!ab) goto nomem;
         memcpy(ab, m, la);
         memcpy(ab + la, sp + 1, lb + 1);
         int c = str_lookup(t, ab, la + lb);
+        if (c < 0) {
+            s = tg_fail(err, TG_ERR_FORMAT,
+                        "tokenizer: merge %d (\"%.60s\") makes '%.40s', which is not in the vocabulary",
+                        r, m, ab);
+            free(ab);
+            goto fail;
+        }
         free(ab);
-        if (c < 0) continue;
         uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
         size_t mask = t->pair_cap - 1, j = hash_u64(key) & mask;
         while (t->pairs[j].key && t->pairs[j].key != key) j = (j + 1) & mask;

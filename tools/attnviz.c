@@ -419,7 +419,8 @@ void attn_print_json(FILE *f, const attn_map *m) {
             for (int q = 0; q < m->T; q++) {
                 fputs(q ? ", [" : "[", f);
                 const float *p = attn_row(m, l, h, q);
-                for (int k = 0; k <= q; k++) fprintf(f, "%s%.9g", k ? ", " : "", p[k]);
+                for (int k = 0; k <= q; k++)
+                    fprintf(f, "%s%s", k ? ", " : "", CLI_JNUM("%.9g", p[k]));
                 fputc(']', f);
             }
             fputc(']', f);

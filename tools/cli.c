@@ -244,6 +244,12 @@ void cli_out_abort(cli_outfile *o) {
     memset(o, 0, sizeof *o);
 }
 
+const char *cli_json_num(char *buf, size_t n, const char *fmt, double v) {
+    if (!isfinite(v)) return "null";
+    snprintf(buf, n, fmt, v);
+    return buf;
+}
+
 /* Is this binary the one in the build dir (not an installed copy)? */
 static int running_from_build_dir(char *exe_dir, size_t cap) {
     char exe[PATH_MAX], build[PATH_MAX];

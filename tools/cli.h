@@ -165,6 +165,13 @@ void cli_out_abort(cli_outfile *o);
  * prefix), never the source tree's; NULL if none is found. */
 const char *cli_default_model(void);
 
+/* A number for a JSON writer: v printed with fmt (e.g. "%.9g") into buf, or
+ * "null" when v is NaN or infinite (JSON has no such numbers). Print it with
+ * %s; CLI_JNUM gives each use its own buffer, valid to the end of the
+ * enclosing block. */
+const char *cli_json_num(char *buf, size_t n, const char *fmt, double v);
+#define CLI_JNUM(fmt, v) cli_json_num((char[40]){0}, 40, fmt, (v))
+
 /* The subcommands (each in tools/cmd_NAME.c). */
 int cmd_generate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

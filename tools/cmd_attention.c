@@ -34,7 +34,8 @@ static void help(FILE *f) {
             "  --json               print every weight as JSON instead of bars\n"
             "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
             "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
-            "                       this CPU supports)\n",
+            "                       this CPU supports)\n"
+            RUN_HELP_NO_CHECK,
             DEFAULT_PROMPT, ATTN_SVG_RECT_MAX_T);
 }
 
@@ -54,6 +55,7 @@ int cmd_attention(int argc, char **argv) {
         {CLI_FLAG("--json", NULL, &json, 1)},
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
+        {RUN_OPT_NO_CHECK(&ro.no_check)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

@@ -23,7 +23,7 @@ typedef struct bench_args {
     long threads[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST];
     int n_threads, n_pp, n_tg;
     long reps;
-    int json, roofline;
+    int json, roofline, no_check;
     double probe_seconds;
 } bench_args;
 
@@ -44,6 +44,7 @@ static void usage_text(FILE *f) {
             "  --json                   print every row and every repetition's time as JSON\n"
             "  --no-roofline            skip the bandwidth and FMA probes (no roof column)\n"
             "  --probe-seconds S        time each roofline probe runs, [0.01, 60] (default 1)\n"
+            "  --no-check               do not scan the weights for NaN/inf at load\n"
             "columns: threads; test (ppN: one prefill of N tokens, tgN: N decode steps from\n"
             "an empty cache, no sampling); t/s = tokens per second, mean ± sample standard\n"
             "deviation over the repetitions; GFLOP/s = floating-point operations the test\n"
@@ -74,6 +75,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         {CLI_FLOAT("--probe-seconds", NULL, &a->probe_seconds, 0.01, 60)},
         {CLI_FLAG("--json", NULL, &a->json, 1)},
         {CLI_FLAG("--no-roofline", NULL, &a->roofline, 0)},
+        {CLI_FLAG("--no-check", NULL, &a->no_check, 1)},
         {0},
     };
     int parsed = cli_parse(CMD, usage_text, opts, argc, argv);
@@ -155,17 +157,18 @@ static void print_row(const bench_row *r) {
 
 static void print_json_row(const bench_row *r, int first) {
     printf("%s\n    {\"threads\": %d, \"test\": \"%s%d\", \"n_tokens\": %d, \"reps\": %d, "
-           "\"tok_s\": %.6g, \"tok_s_sd\": %.6g, \"gflops\": %.6g, \"gbs\": %.6g, "
+           "\"tok_s\": %s, \"tok_s_sd\": %s, \"gflops\": %s, \"gbs\": %s, "
            "\"flops_per_run\": %.17g, \"bytes_per_run\": %.17g, \"roofline_frac\": ",
-           first ? "" : ",", r->threads, r->is_pp ? "pp" : "tg", r->n, r->n, r->reps, r->tok_s,
-           r->tok_s_sd, r->gflops, r->gbs, r->cost.flops, r->cost.weight_bytes + r->cost.kv_bytes);
+           first ? "" : ",", r->threads, r->is_pp ? "pp" : "tg", r->n, r->n, r->reps,
+           CLI_JNUM("%.6g", r->tok_s), CLI_JNUM("%.6g", r->tok_s_sd), CLI_JNUM("%.6g", r->gflops),
+           CLI_JNUM("%.6g", r->gbs), r->cost.flops, r->cost.weight_bytes + r->cost.kv_bytes);
     if (r->roof_frac >= 0)
-        printf("%.6g, \"peak_frac\": %.6g, \"dram_frac\": %.6g", r->roof_frac, r->flops_frac,
-               r->bw_frac);
+        printf("%s, \"peak_frac\": %s, \"dram_frac\": %s", CLI_JNUM("%.6g", r->roof_frac),
+               CLI_JNUM("%.6g", r->flops_frac), CLI_JNUM("%.6g", r->bw_frac));
     else
         printf("null, \"peak_frac\": null, \"dram_frac\": null");
     printf(", \"ms\": [");
-    for (int i = 0; i < r->reps; i++) printf("%s%.6f", i ? ", " : "", r->ms[i]);
+    for (int i = 0; i < r->reps; i++) printf("%s%s", i ? ", " : "", CLI_JNUM("%.6f", r->ms[i]));
     printf("]}");
 }
 
@@ -176,7 +179,7 @@ int cmd_bench(int argc, char **argv) {
     tg_err err;
     tg_isa isa;
     tg_gpt2_model m;
-    if ((rc = perf_load(CMD, a.isa, a.model, &isa, &m))) return rc;
+    if ((rc = perf_load(CMD, a.isa, a.model, a.no_check, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
     long max_n = 1;
     for (int i = 0; i < a.n_pp; i++) max_n = a.pp[i] > max_n ? a.pp[i] : max_n;

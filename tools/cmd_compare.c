@@ -82,6 +82,8 @@ static void help(FILE *f) {
             "  -t, --threads N     worker threads, [1, 1024] (default 1)\n"
             "  --isa ISA           scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
             "                      this CPU supports)\n"
+            "  --no-check          do not scan the weights for NaN/inf at load (huge files; a\n"
+            "                      non-finite logit still stops the run)\n"
             "\n%s",
             DEFAULT_PROMPT, legend);
 }
@@ -646,6 +648,7 @@ int cmd_compare(int argc, char **argv) {
         {CLI_FLAG("--no-agreement", NULL, &do_agree, 0)},
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
+        {RUN_OPT_NO_CHECK(&ro.no_check)},
         {CLI_ARGS(take_model, paths), .n = &n_paths},
         {0},
     };

@@ -11,15 +11,19 @@ static const char *usage_text =
     "  DIR                 a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
     "                      vocab.json, merges.txt) or a GGUF file to re-encode\n"
     "  -o, --output OUT    the GGUF file to write (required)\n"
-    "  --dtype f32|f16     how the matrices are stored (default f32; vectors stay f32)\n";
+    "  --dtype f32|f16     how the matrices are stored (default f32; vectors stay f32)\n"
+    "  --no-check          do not scan the weights for NaN/inf at load (they are copied\n"
+    "                      as they are)\n";
 
 static void help(FILE *f) { fputs(usage_text, f); }
 
 int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *dtype_s = "f32";
+    int no_check = 0;
     const cli_opt opts[] = {
         {CLI_STR("-o", "--output", &out)},
         {CLI_STR("--dtype", NULL, &dtype_s)},
+        {CLI_FLAG("--no-check", NULL, &no_check, 1)},
         {CLI_ONE_ARG("input", &in)},
         {0},
     };
@@ -33,7 +37,8 @@ int cmd_convert(int argc, char **argv) {
 
     tg_err err = {{0}};
     tg_gpt2_model m;
-    if (tg_gpt2_load(&m, in, 0, &err)) return cli_error("convert", "%s", err.msg);
+    if (tg_gpt2_load(&m, in, no_check ? TG_LOAD_NO_CHECK : 0, &err))
+        return cli_error("convert", "%s", err.msg);
     tg_status s = tg_gpt2_save(out, &m.cfg, &m.w, &m.vocab, dtype, &err);
     size_t n = tg_gpt2_n_params(&m.cfg, m.w.tied);
     tg_gpt2_free(&m);

@@ -55,6 +55,8 @@ static void help(FILE *f) {
             "  -t, --threads N     worker threads, [1, 1024] (default 1)\n"
             "  --isa ISA           scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
             "                      this CPU supports)\n"
+            "  --no-check          do not scan the weights for NaN/inf at load (huge files; a\n"
+            "                      non-finite logit still stops the run)\n"
             "By default the windows do not overlap and each scores every token but its\n"
             "first, so a token has 0 to N-1 tokens of context (N/2 on average) and the\n"
             "perplexity is higher than with --stride or --first-half.\n");
@@ -113,6 +115,7 @@ int cmd_eval(int argc, char **argv) {
         {CLI_FLAG("--first-half", NULL, &first_half, 1)},
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
+        {RUN_OPT_NO_CHECK(&ro.no_check)},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {0},
     };
@@ -194,11 +197,12 @@ int cmd_eval(int argc, char **argv) {
     const char *scheme = first_half ? "first-half" : stride ? "stride" : "windows";
     double npt = nats / (double)scored, npb = bytes ? nats / (double)bytes : 0.0;
     if (json)
-        printf("{\"tokens\": %zu, \"nats_per_token\": %.9g, \"perplexity\": %.9g, "
-               "\"nats_per_byte\": %.9g, \"bits_per_byte\": %.9g, \"bytes\": %zu, "
+        printf("{\"tokens\": %zu, \"nats_per_token\": %s, \"perplexity\": %s, "
+               "\"nats_per_byte\": %s, \"bits_per_byte\": %s, \"bytes\": %zu, "
                "\"window\": %d, \"scheme\": \"%s\", \"stride\": %ld, \"windows\": %zu}\n",
-               scored, npt, exp(npt), npb, npb / log(2.0), bytes, N, scheme,
-               stride ? stride : N, n_windows);
+               scored, CLI_JNUM("%.9g", npt), CLI_JNUM("%.9g", exp(npt)), CLI_JNUM("%.9g", npb),
+               CLI_JNUM("%.9g", npb / log(2.0)), bytes, N, scheme, stride ? stride : N,
+               n_windows);
     else
         printf("tokens %zu  nats/token %.4f  perplexity %.3f  nats/byte %.4f  bits/byte %.4f\n",
                scored, npt, exp(npt), npb, npb / log(2.0));

@@ -40,7 +40,7 @@ static void help(FILE *f) {
             "                        GiB (default 64M)\n"
             "  -n, --n-predict N     tokens to generate per continuation, [-1, 1000000000];\n"
             "                        -1 = until <|endoftext|> or Ctrl-C (default 256)\n"
-            "  --temp, --temperature T  temperature, [0, 100]; 0 = greedy (default 0.8)\n"
+            "  --temp, --temperature T  temperature, 0 (greedy) or [1.2e-38, 100] (default 0.8)\n"
             "  --top-k K             keep the K most likely, [0, 1000000]; 0 = off (default 40)\n"
             "  --top-p P             nucleus mass, [0, 1]; 1 = off (default 0.95)\n"
             "  --min-p P             keep p >= P * p_max, [0, 1]; 0 = off (default 0.05)\n"
@@ -71,6 +71,7 @@ static void help(FILE *f) {
             "                        (kept in the context); an empty line continues, a line\n"
             "                        ending in \\ adds no newline; Ctrl-C stops a\n"
             "                        continuation, Ctrl-D exits\n"
+            RUN_HELP_NO_CHECK
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
             "(<|endoftext|>), stop (a --stop string), context (full, with --keep 0) or\n"
@@ -392,6 +393,11 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
             break;
         }
         int tok = tg_sampler_sample(smp, g->logits);
+        if (tok < 0) {
+            st = tg_fail(&g->err, TG_ERR_NUMERIC,
+                         "no logit is a number above -inf: nothing to sample");
+            break;
+        }
         if (tok == g->eos && !o->ignore_eos) {
             c->stop = "eos";
             break;
@@ -710,6 +716,7 @@ int cmd_generate(int argc, char **argv) {
         {CLI_FLAG("--jsonl", NULL, &o.jsonl, 1)},
         {CLI_INT("--top-logprobs", NULL, &o.top_logprobs, 0, MAX_TOP_LOGPROBS)},
         {CLI_FLAG("-i", "--interactive", &o.interactive, 1)},
+        {RUN_OPT_NO_CHECK(&o.ro.no_check)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);
@@ -718,7 +725,10 @@ int cmd_generate(int argc, char **argv) {
         return parsed;
     }
     int code = EXIT_OK;
-    if (!!o.prompt + !!o.prompt_file + o.have_ids > 1)
+    if (o.temp > 0 && o.temp < TG_SAMPLER_MIN_TEMP)
+        code = cli_usage(CMD, "--temp: %g is below the smallest usable temperature %g (1/T "
+                              "overflows); use 0 for greedy", o.temp, (double)TG_SAMPLER_MIN_TEMP);
+    else if (!!o.prompt + !!o.prompt_file + o.have_ids > 1)
         code = cli_usage(CMD, "give the prompt with one of -p, -f or --prompt-ids");
     else if (o.json && o.jsonl)
         code = cli_usage(CMD, "--json and --jsonl exclude each other");

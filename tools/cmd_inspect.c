@@ -3,12 +3,15 @@
  * loads, 1 when a problem was found (the problem is printed). */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model/tokenizer.h"
 #include "tools/cli.h"
+#include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/gpt2.h"
 #include "weights/safetensors.h"
@@ -18,8 +21,9 @@ static const char *usage_text =
     "  PATH     a GGUF file or a Hugging Face GPT-2 folder\n"
     "  --json   print one JSON object instead of text\n"
     "Prints the format, the configuration, the parameter count, every tensor (name,\n"
-    "type, shape, bytes, offset), the tokenizer and the problems found; the exit\n"
-    "status is 1 when the file cannot be loaded.\n";
+    "type, shape, bytes, offset), the tokenizer and the problems found. Problems are\n"
+    "what keeps the model from running (every tensor is scanned for NaN/inf, and the\n"
+    "tokenizer is built); the exit status is 1 when there is one.\n";
 
 /* One row of the tensor table, whatever the format. */
 typedef struct tensor_row {
@@ -40,10 +44,51 @@ typedef struct report {
     int n_rows;
     int loaded, vocab_only;
     tg_gpt2_model m;
-    char problem[600];
+    char problem[8][600]; /* the first n_problems; "none" when 0 */
+    int n_problems;
     char warning[600];
     cJSON *metadata; /* GGUF scalar metadata, for --json */
 } report;
+
+static void add_problem(report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_problem(report *r, const char *fmt, ...) {
+    if (r->n_problems == (int)(sizeof r->problem / sizeof r->problem[0])) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->problem[r->n_problems++], sizeof r->problem[0], fmt, ap);
+    va_end(ap);
+}
+
+/* What the loader's checks (skipped to describe the file) and the run-time
+ * setup would refuse: every non-finite tensor, and the tokenizer. */
+static void usability(report *r) {
+    const tg_gguf *g = tg_gpt2_gguf(&r->m);
+    tg_err err = {{0}};
+    if (g) {
+        for (int64_t i = 0; i < tg_gguf_n_tensors(g); i++) {
+            const tg_gguf_tensor *t = tg_gguf_tensor_at(g, i);
+            const char *what = "";
+            int64_t at = tg_find_nonfinite(t->type, t->data, t->n_elements, &what);
+            if (at >= 0)
+                add_problem(r, "tensor '%s' holds a non-finite value (%s) at index %" PRId64, t->name,
+                            what, at);
+        }
+    } else if (!r->vocab_only) {
+        tg_gpt2_model m; /* a Hugging Face folder: the checked load names the first */
+        if (tg_gpt2_load(&m, r->path, 0, &err)) add_problem(r, "%s", err.msg);
+        else tg_gpt2_free(&m);
+    }
+    if (!r->m.vocab.n_tokens) return;
+    tg_tokenizer *tok;
+    if (tg_tokenizer_create(&tok, &r->m.vocab, &err)) {
+        add_problem(r, "the tokenizer cannot be built: %s", err.msg);
+        return;
+    }
+    int nt = tg_tokenizer_n_vocab(tok);
+    if (!r->vocab_only && nt > r->m.cfg.n_vocab)
+        add_problem(r, "the tokenizer has %d tokens but the model only %d", nt, r->m.cfg.n_vocab);
+    tg_tokenizer_free(tok);
+}
 
 static void gguf_rows(report *r, const tg_gguf *g) {
     r->n_rows = (int)tg_gguf_n_tensors(g);
@@ -147,8 +192,9 @@ static int print_text(const report *r) {
         }
     }
     if (r->warning[0]) printf("warning:       %s\n", r->warning);
-    printf("problems:      %s\n", r->problem[0] ? r->problem : "none");
-    return r->problem[0] ? EXIT_RUNTIME : EXIT_OK;
+    printf("problems:      %s\n", r->n_problems ? r->problem[0] : "none");
+    for (int i = 1; i < r->n_problems; i++) printf("               %s\n", r->problem[i]);
+    return r->n_problems ? EXIT_RUNTIME : EXIT_OK;
 }
 
 static int print_json(report *r) {
@@ -204,14 +250,14 @@ static int print_json(report *r) {
         r->metadata = NULL;
     }
     cJSON *pr = cJSON_AddArrayToObject(o, "problems");
-    if (r->problem[0]) cJSON_AddItemToArray(pr, cJSON_CreateString(r->problem));
+    for (int i = 0; i < r->n_problems; i++) cJSON_AddItemToArray(pr, cJSON_CreateString(r->problem[i]));
     cJSON *wa = cJSON_AddArrayToObject(o, "warnings");
     if (r->warning[0]) cJSON_AddItemToArray(wa, cJSON_CreateString(r->warning));
     char *s = cJSON_Print(o);
     if (s) puts(s);
     free(s);
     cJSON_Delete(o);
-    return r->problem[0] ? EXIT_RUNTIME : EXIT_OK;
+    return r->n_problems ? EXIT_RUNTIME : EXIT_OK;
 }
 
 static void help(FILE *f) { fputs(usage_text, f); }
@@ -242,16 +288,17 @@ int cmd_inspect(int argc, char **argv) {
         if (has_weights) {
             tg_st *st;
             if (tg_st_open(&st, st_path, &err)) {
-                snprintf(r.problem, sizeof r.problem, "%s", err.msg);
+                add_problem(&r, "%s", err.msg);
             } else {
                 r.file_size = st->size;
                 st_rows(&r, st);
                 tg_st_close(st);
             }
         }
-        if (!r.problem[0]) {
+        if (!r.n_problems) {
             r.vocab_only = !has_weights;
-            if (tg_gpt2_load(&r.m, path, r.vocab_only, &err)) snprintf(r.problem, sizeof r.problem, "%s", err.msg);
+            int flags = TG_LOAD_NO_CHECK | (r.vocab_only ? TG_LOAD_VOCAB_ONLY : 0);
+            if (tg_gpt2_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
             else r.loaded = 1;
         }
     } else {
@@ -268,13 +315,15 @@ int cmd_inspect(int argc, char **argv) {
         gguf_rows(&r, g);
         r.vocab_only = tg_gguf_n_tensors(g) == 0;
         tg_gguf_close(g);
-        if (tg_gpt2_load(&r.m, path, r.vocab_only, &err)) snprintf(r.problem, sizeof r.problem, "%s", err.msg);
+        int flags = TG_LOAD_NO_CHECK | (r.vocab_only ? TG_LOAD_VOCAB_ONLY : 0);
+        if (tg_gpt2_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
         else r.loaded = 1;
     }
+    if (r.loaded) usability(&r);
     int rc = json ? print_json(&r) : print_text(&r);
     if (r.loaded) tg_gpt2_free(&r.m);
     cJSON_Delete(r.metadata);
     free(r.rows);
-    if (rc && !json) fprintf(stderr, "tinygpt inspect: %s\n", r.problem);
+    if (rc && !json) fprintf(stderr, "tinygpt inspect: %s\n", r.problem[0]);
     return rc;
 }

@@ -33,6 +33,7 @@ typedef struct profile_args {
     double probe_seconds;
     long sweep[MAX_SWEEP];
     int n_sweep;
+    int no_check;
 } profile_args;
 
 /* What every column of the text tables means: under the tables and in --help. */
@@ -92,6 +93,7 @@ static void usage_text(FILE *f) {
             "  --probe-seconds S     time each roofline probe runs, [0.01, 60] (default 1)\n"
             "  --seed N              seed of the random prompt tokens and of the sampler,\n"
             "                        [0, 2^62] (default 0)\n"
+            "  --no-check            do not scan the weights for NaN/inf at load\n"
             "\n");
     fputs(op_legend, f);
     fputs("--ctx-sweep ", f);
@@ -113,6 +115,7 @@ static int parse_args(int argc, char **argv, profile_args *a) {
     const cli_opt opts[] = {
         {CLI_STR("-m", "--model", &a->model)},
         {CLI_STR("--isa", NULL, &a->isa)},
+        {CLI_FLAG("--no-check", NULL, &a->no_check, 1)},
         {CLI_STR("-p", "--prompt", &a->prompt)},
         {CLI_STR("--trace", NULL, &a->trace)},
         {CLI_INT("--prompt-tokens", NULL, &a->prompt_tokens, 1, 1 << 20)},
@@ -217,14 +220,15 @@ static void print_row_json(FILE *f, const row *r, int first) {
     if (r->layer != TG_PROF_ALL) fprintf(f, ", \"layer\": %d", r->layer);
     if (r->head != TG_PROF_ALL) fprintf(f, ", \"head\": %d", r->head);
     fprintf(f,
-            ", \"calls\": %.0f, \"total_ms\": %.6f, \"pct_phase\": %.4f, \"us_per_call\": %.4f, "
+            ", \"calls\": %.0f, \"total_ms\": %.6f, \"pct_phase\": %s, \"us_per_call\": %.4f, "
             "\"flops\": %.17g, \"bytes\": %.17g, \"weight_bytes\": %.17g, \"kv_bytes\": %.17g, "
-            "\"act_bytes\": %.17g, \"gflops\": %.6g, \"gbs\": %.6g, \"roofline_pct\": ",
-            r->calls, r->ns * 1e-6, r->pct, r->calls > 0 ? r->ns * 1e-3 / r->calls : 0.0, r->flops,
-            r->bytes, r->wbytes, r->kvbytes, r->abytes, r->ns > 0 ? r->flops / r->ns : 0.0,
-            r->ns > 0 ? r->bytes / r->ns : 0.0);
+            "\"act_bytes\": %.17g, \"gflops\": %s, \"gbs\": %s, \"roofline_pct\": ",
+            r->calls, r->ns * 1e-6, CLI_JNUM("%.4f", r->pct),
+            r->calls > 0 ? r->ns * 1e-3 / r->calls : 0.0, r->flops, r->bytes, r->wbytes,
+            r->kvbytes, r->abytes, CLI_JNUM("%.6g", r->ns > 0 ? r->flops / r->ns : 0.0),
+            CLI_JNUM("%.6g", r->ns > 0 ? r->bytes / r->ns : 0.0));
     if (r->roof_pct >= 0)
-        fprintf(f, "%.4f}", r->roof_pct);
+        fprintf(f, "%s}", CLI_JNUM("%.4f", r->roof_pct));
     else
         fprintf(f, "null}");
 }
@@ -480,6 +484,10 @@ static int run_generation(tg_gpt *g, tg_profiler *p, const profile_args *a, cons
         pr->op_begin(pr->user, TG_OP_SAMPLE, -1, -1, 0);
         tok = tg_sampler_sample(s, logits);
         pr->op_end(pr->user, TG_OP_SAMPLE, -1, -1, 0);
+        if (tok < 0) {
+            rc = cli_error(CMD, "no logit is a number above -inf: nothing to sample");
+            break;
+        }
         tg_sampler_accept(s, tok);
         if (tg_profiler_step_end(p, step == 0 ? TG_PHASE_PREFILL : TG_PHASE_DECODE, T, pos, 1, 1,
                                  &err)) {
@@ -604,12 +612,13 @@ static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f)
             const sweep_row *r = &rows[i];
             fprintf(f,
                     "%s\n    {\"ctx\": %d, \"steps\": %d, \"step_us\": %.4f, \"attn_us\": %.4f, "
-                    "\"attn_pct\": %.4f, \"us_per_head\": %.4f, \"scores_us\": %.4f, "
-                    "\"softmax_us\": %.4f, \"mix_us\": %.4f, \"attn_gflops\": %.6g, "
+                    "\"attn_pct\": %s, \"us_per_head\": %.4f, \"scores_us\": %.4f, "
+                    "\"softmax_us\": %.4f, \"mix_us\": %.4f, \"attn_gflops\": %s, "
                     "\"attn_roofline_pct\": ",
-                    i ? "," : "", r->ctx, r->steps, r->step_us, r->attn_us, r->attn_pct,
-                    r->us_per_head, r->part_us[0], r->part_us[1], r->part_us[2], r->attn_gflops);
-            if (r->attn_roof_pct >= 0) fprintf(f, "%.4f}", r->attn_roof_pct);
+                    i ? "," : "", r->ctx, r->steps, r->step_us, r->attn_us,
+                    CLI_JNUM("%.4f", r->attn_pct), r->us_per_head, r->part_us[0], r->part_us[1],
+                    r->part_us[2], CLI_JNUM("%.6g", r->attn_gflops));
+            if (r->attn_roof_pct >= 0) fprintf(f, "%s}", CLI_JNUM("%.4f", r->attn_roof_pct));
             else fprintf(f, "null}");
         }
         fprintf(f, "\n  ]\n}\n");
@@ -647,7 +656,7 @@ int cmd_profile(int argc, char **argv) {
     tg_err err;
     tg_isa isa;
     tg_gpt2_model m;
-    if ((rc = perf_load(CMD, a.isa, a.model, &isa, &m))) return rc;
+    if ((rc = perf_load(CMD, a.isa, a.model, a.no_check, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
     int *prompt = NULL;
     const int C = c->n_ctx; /* c points into m: the messages below come after freeing m */

@@ -23,7 +23,7 @@ void perf_tokens(int *tokens, int n, int n_vocab, uint64_t seed) {
     }
 }
 
-int perf_load(const char *cmd, const char *isa_name, const char *path, tg_isa *isa,
+int perf_load(const char *cmd, const char *isa_name, const char *path, int no_check, tg_isa *isa,
               tg_gpt2_model *m) {
     tg_err err;
     if (tg_isa_select(isa_name, isa, &err)) return cli_usage(cmd, "%s", err.msg);
@@ -31,7 +31,8 @@ int perf_load(const char *cmd, const char *isa_name, const char *path, tg_isa *i
     if (!path)
         return cli_error(cmd, "no model: pass -m MODEL.gguf (weights/shakespeare-4h.gguf "
                               "was not found)");
-    if (tg_gpt2_load(m, path, 0, &err) != TG_OK) return cli_error(cmd, "%s", err.msg);
+    if (tg_gpt2_load(m, path, no_check ? TG_LOAD_NO_CHECK : 0, &err) != TG_OK)
+        return cli_error(cmd, "%s", err.msg);
     if (!m->has_weights) {
         tg_gpt2_free(m);
         return cli_error(cmd, "%s: holds no weights (vocabulary only)", path);

@@ -20,7 +20,7 @@ void perf_tokens(int *tokens, int n, int n_vocab, uint64_t seed);
  * is a usage error), then loads `path` (or the default model when NULL),
  * reporting failures as runtime errors of `cmd`. Returns an exit code
  * (EXIT_OK on success). */
-int perf_load(const char *cmd, const char *isa_name, const char *path, tg_isa *isa,
+int perf_load(const char *cmd, const char *isa_name, const char *path, int no_check, tg_isa *isa,
               tg_gpt2_model *m);
 
 /* Runs the two machine probes on a pool of nth threads, `seconds` each,

@@ -12,7 +12,15 @@ typedef struct run_opts {
     const char *isa;  /* NULL: $TINYGPT_ISA or the best */
     int n_ctx;        /* 0: the model's context */
     int ctx_min;      /* smallest --ctx the command accepts (for the message) */
+    int no_check;     /* --no-check: skip the load-time scan for NaN/inf weights */
 } run_opts;
+
+/* The option every command that loads a model takes, and its help line
+ * (dst: an int set to 1). */
+#define RUN_OPT_NO_CHECK(dst) CLI_FLAG("--no-check", NULL, dst, 1)
+#define RUN_HELP_NO_CHECK \
+    "  --no-check            do not scan the weights for NaN/inf at load (huge files; a\n" \
+    "                        non-finite logit still stops the run)\n"
 
 typedef struct run_ctx {
     tg_gpt2_model model;

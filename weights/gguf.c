@@ -422,6 +422,11 @@ static tg_status parse(tg_gguf *g, tg_err *err) {
         uint32_t a = rd32(al->data);
         if (a == 0 || (a & (a - 1)))
             return tg_fail(err, TG_ERR_FORMAT, "%s: general.alignment %u is not a power of two", g->name, a);
+        /* the GGUF spec: "it must be a multiple of 8" (1, 2 and 4 would also
+         * leave f32 data unaligned) */
+        if (a % 8)
+            return tg_fail(err, TG_ERR_FORMAT, "%s: general.alignment %u is not a multiple of 8 (GGUF requires it)",
+                           g->name, a);
         g->alignment = a;
     }
 
@@ -470,6 +475,27 @@ static tg_status parse(tg_gguf *g, tg_err *err) {
             by_off[i - 1]->offset + by_off[i - 1]->nbytes > by_off[i]->offset)
             s = tg_fail(err, TG_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap in the file", g->name,
                         by_off[i - 1]->name, by_off[i]->name);
+    /* The data section is the tensors packed at the alignment (in any order):
+     * a gap, or bytes after the last one, means some tensor's declared type
+     * or shape covers fewer bytes than were written for it (an F32 tensor
+     * declared F16, say), and its values would be read wrongly. */
+    uint64_t expect = 0;
+    for (uint64_t i = 0; i < n_tensors && !s; i++) {
+        const tg_gguf_tensor *t = by_off[i];
+        if (t->offset > expect)
+            s = tg_fail(err, TG_ERR_FORMAT,
+                        "%s: tensor '%s' starts %" PRIu64 " bytes after the data before it ends: the "
+                        "tensors are not packed, so some tensor's type or shape does not match its bytes",
+                        g->name, t->name, t->offset - expect);
+        uint64_t end = t->offset + t->nbytes;
+        end += (g->alignment - end % g->alignment) % g->alignment;
+        if (end > expect) expect = end;
+    }
+    if (!s && data_size > expect)
+        s = tg_fail(err, TG_ERR_FORMAT,
+                    "%s: %" PRIu64 " bytes follow the last tensor's data: some tensor's type or shape does "
+                    "not match its bytes",
+                    g->name, data_size - expect);
     free(by_off);
     return s;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "engine/mem.h"
+#include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/internal.h"
 
@@ -345,6 +346,17 @@ static tg_status find_checked(const tg_gguf *g, const gpt2_slot *sl, const char 
     return TG_OK;
 }
 
+tg_status gpt2_check_finite(uint32_t type, const void *data, uint64_t n, const char *path,
+                            const char *name, tg_err *err) {
+    const char *what = "";
+    int64_t at = tg_find_nonfinite(type, data, n, &what);
+    if (at < 0) return TG_OK; /* -2: a type without a scan; none of the types that load */
+    return tg_fail(err, TG_ERR_NUMERIC,
+                   "%s: tensor '%s' holds a non-finite value (%s) at index %" PRId64
+                   " (--no-check loads it anyway)",
+                   path, name, what, at);
+}
+
 /* A tensor's values as f32: in place when it is aligned F32, else converted. */
 static tg_status tensor_view(gpt2_store *st, const tg_gguf_tensor *t, const float **out, const char *path, tg_err *err) {
     if (t->type == TG_GGML_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
@@ -359,7 +371,8 @@ static tg_status tensor_view(gpt2_store *st, const tg_gguf_tensor *t, const floa
 }
 
 /* Binds an opened GGUF (owned by the store from here on) to m. */
-static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
+static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
+    int vocab_only = flags & TG_LOAD_VOCAB_ONLY;
     gpt2_store *st = m->priv;
     tg_status s;
     const tg_gguf *g = st->gguf;
@@ -385,6 +398,14 @@ static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int vocab_only, t
         return tg_fail(err, TG_ERR_FORMAT, "%s: the tokenizer has %d tokens but token_embd.weight has %d rows", path,
                        m->vocab.n_tokens, m->cfg.n_vocab);
 
+    /* tensors of layers past the block count: the metadata and the weights disagree */
+    for (int64_t i = 0; i < tg_gguf_n_tensors(g); i++) {
+        const char *nm = tg_gguf_tensor_at(g, i)->name;
+        int layer;
+        if (sscanf(nm, "blk.%d.", &layer) == 1 && layer >= m->cfg.n_layer)
+            return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' is for layer %d but gpt2.block_count is %d", path,
+                           nm, layer, m->cfg.n_layer);
+    }
     if (!(m->w.layers = calloc((size_t)m->cfg.n_layer, sizeof *m->w.layers)))
         return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     int n = gpt2_n_slots(&m->cfg);
@@ -398,6 +419,9 @@ static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int vocab_only, t
         if (is_output && !tg_gguf_find_tensor(g, slots[i].name)) break; /* absent: tied */
         if ((s = find_checked(g, &slots[i], path, &t, err))) break;
         if (is_output) out_t = t;
+        if (!(flags & TG_LOAD_NO_CHECK) &&
+            (s = gpt2_check_finite(t->type, t->data, t->n_elements, path, t->name, err)))
+            break;
         s = tensor_view(st, t, slots[i].dst, path, err);
     }
     free(slots);
@@ -421,13 +445,13 @@ static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int vocab_only, t
     return TG_OK;
 }
 
-static tg_status load_gguf(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
+static tg_status load_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
     gpt2_store *st = m->priv;
     tg_status s = tg_gguf_open(&st->gguf, path, err);
-    return s ? s : bind_gguf(m, path, vocab_only, err);
+    return s ? s : bind_gguf(m, path, flags, err);
 }
 
-tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int vocab_only, tg_err *err) {
+tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int flags, tg_err *err) {
     memset(m, 0, sizeof *m);
     m->vocab.bos_id = m->vocab.eos_id = -1;
     tg_status s;
@@ -436,13 +460,13 @@ tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, i
     } else {
         gpt2_store *st = m->priv;
         s = tg_gguf_parse(&st->gguf, buf, len, m->path, err);
-        if (!s) s = bind_gguf(m, m->path, vocab_only, err);
+        if (!s) s = bind_gguf(m, m->path, flags, err);
     }
     if (s) tg_gpt2_free(m);
     return s;
 }
 
-tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err) {
+tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
     memset(m, 0, sizeof *m);
     m->vocab.bos_id = m->vocab.eos_id = -1;
     if (!path || !*path) return tg_fail(err, TG_ERR_ARG, "model path is empty");
@@ -452,8 +476,8 @@ tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int vocab_only, tg_er
     }
     struct stat sb;
     tg_status s;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) s = hf_load(m, path, vocab_only, err);
-    else s = load_gguf(m, path, vocab_only, err);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) s = hf_load(m, path, flags, err);
+    else s = load_gguf(m, path, flags, err);
     if (s) {
         tg_gpt2_free(m);
         return s;

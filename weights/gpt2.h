@@ -67,11 +67,19 @@ typedef struct tg_gpt2_model {
     void *priv;            /* format-specific storage */
 } tg_gpt2_model;
 
+/* Flags of tg_gpt2_load; 0 loads everything, checked. */
+enum {
+    TG_LOAD_VOCAB_ONLY = 1, /* tensors are neither required nor loaded */
+    TG_LOAD_NO_CHECK = 2,   /* skip the scan for non-finite values (huge files) */
+};
+
 /* Loads a GGUF file, or a Hugging Face GPT-2 folder (config.json,
  * model.safetensors, vocab.json, merges.txt), by inspecting `path`.
- * Non-f32 tensors (F16, BF16, Q8_0) are converted to f32. With
- * vocab_only, tensors are neither required nor loaded. */
-tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int vocab_only, tg_err *err);
+ * Non-f32 tensors (F16, BF16, Q8_0) are converted to f32. Unless
+ * TG_LOAD_NO_CHECK, every tensor is scanned once: a NaN or inf value is
+ * TG_ERR_NUMERIC naming the tensor and the first bad index. flags:
+ * TG_LOAD_* (1 is TG_LOAD_VOCAB_ONLY, as the old vocab_only argument). */
+tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
 void tg_gpt2_free(tg_gpt2_model *m);
 
 typedef enum tg_dtype { TG_DTYPE_F32 = 0, TG_DTYPE_F16 = 1 } tg_dtype;

@@ -14,21 +14,73 @@
 
 #define MAX_JSON (256u << 20)
 
+/* Whether a JSON text has a \u0000 escape inside a string: cJSON decodes it
+ * to a NUL byte and every C string after it would silently end there. One
+ * pass that knows strings and escapes (so "\\u0000" is no match). */
+static int has_nul_escape(const char *s, size_t n) {
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_str) {
+            in_str = s[i] == '"';
+        } else if (s[i] == '"') {
+            in_str = 0;
+        } else if (s[i] == '\\' && i + 1 < n) {
+            if (s[i + 1] == 'u' && i + 5 < n && !memcmp(s + i + 2, "0000", 4)) return 1;
+            i++; /* the escaped character */
+        }
+    }
+    return 0;
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first key (in sorted order) an object has twice, or NULL. Python's json
+ * would take the last value and cJSON's lookup the first: a duplicate makes
+ * the file mean different things to different readers, so it is an error. */
+static const char *duplicate_key(const cJSON *obj, int *oom) {
+    int n = cJSON_GetArraySize(obj);
+    *oom = 0;
+    if (n < 2) return NULL;
+    const char **keys = malloc((size_t)n * sizeof *keys);
+    if (!keys) return *oom = 1, NULL;
+    int k = 0;
+    for (const cJSON *e = obj->child; e && k < n; e = e->next) keys[k++] = e->string;
+    qsort(keys, (size_t)k, sizeof *keys, cmp_str_ptr);
+    const char *dup = NULL;
+    for (int i = 1; i < k && !dup; i++)
+        if (!strcmp(keys[i - 1], keys[i])) dup = keys[i];
+    free(keys);
+    return dup;
+}
+
 static tg_status read_json(const char *dir, const char *file, cJSON **out, tg_err *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     size_t len;
     char *txt = wt_read_file(path, MAX_JSON, &len, err);
     if (!txt) return TG_ERR_IO;
-    *out = wt_json_parse(txt, len);
+    int nul = has_nul_escape(txt, len);
+    *out = nul ? NULL : wt_json_parse(txt, len);
     free(txt);
+    if (nul) return tg_fail(err, TG_ERR_FORMAT, "%s: a string holds \\u0000 (a NUL character)", path);
     if (!*out) return tg_fail(err, TG_ERR_FORMAT, "%s: not valid JSON", path);
     if (!cJSON_IsObject(*out)) {
         cJSON_Delete(*out);
         *out = NULL;
         return tg_fail(err, TG_ERR_FORMAT, "%s: not a JSON object", path);
     }
-    return TG_OK;
+    int oom;
+    const char *dup = duplicate_key(*out, &oom);
+    tg_status s = TG_OK;
+    if (oom) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+    else if (dup) s = tg_fail(err, TG_ERR_FORMAT, "%s: key \"%.60s\" appears twice", path, dup);
+    if (s) {
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    return s;
 }
 
 /* ---- vocab.json + merges.txt ---------------------------------------------- */
@@ -100,23 +152,32 @@ tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err)
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += txt[i] == '\n';
     if (!(v->merges = calloc(lines, sizeof *v->merges))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-    char *p = txt;
-    for (size_t line = 1; !s && p < txt + len; line++) {
-        char *nl = strchr(p, '\n'), *end = nl ? nl : txt + len;
-        char *next = nl ? nl + 1 : txt + len;
+    /* Every search is bounded by the line (memchr with explicit lengths):
+     * strchr on the rest of the buffer was linear per call under ASan's
+     * strict_string_checks, quadratic over a 2M-line file. */
+    const char *p = txt, *stop = txt + len;
+    for (size_t line = 1; !s && p < stop; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(stop - p));
+        const char *end = nl ? nl : stop, *next = nl ? nl + 1 : stop;
         if (end > p && end[-1] == '\r') end--;
-        *end = 0;
-        if ((line == 1 && !strncmp(p, "#version", 8)) || end == p) {
+        size_t n = (size_t)(end - p);
+        if ((line == 1 && n >= 8 && !memcmp(p, "#version", 8)) || n == 0) {
             p = next;
             continue; /* the header and blank lines carry no merge */
         }
-        char *sp = strchr(p, ' ');
-        if (!sp || sp == p || !sp[1] || strchr(sp + 1, ' ')) {
+        const char *sp = memchr(p, ' ', n);
+        if (!sp || sp == p || sp + 1 == end || memchr(sp + 1, ' ', (size_t)(end - sp - 1))) {
             s = tg_fail(err, TG_ERR_FORMAT, "%s: line %zu is not 'left right'", path, line);
             break;
         }
-        if (!(v->merges[v->n_merges] = strdup(p))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-        else v->n_merges++;
+        char *m = malloc(n + 1);
+        if (!m) {
+            s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        memcpy(m, p, n);
+        m[n] = 0;
+        v->merges[v->n_merges++] = m;
         p = next;
     }
     free(txt);
@@ -197,7 +258,8 @@ static const char *hf_part(const char *part, int *conv1d) {
     return NULL;
 }
 
-static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot *sl, const char *path, tg_err *err) {
+static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot *sl, int check, const char *path,
+                             tg_err *err) {
     int conv1d;
     const char *part = hf_part(sl->part, &conv1d);
     char name[128], alt[160];
@@ -235,12 +297,16 @@ static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot
     float *dst = store_alloc(store, n);
     if (!dst) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
     tg_status s;
+    /* the check runs on the f32 values (conversion keeps inf and NaN) in the
+     * file's order, so the index it names is the file's */
     if (!conv1d) {
         s = tg_st_to_f32(t, dst, err);
+        if (!s && check) s = gpt2_check_finite(TG_GGML_F32, dst, n, path, t->name, err);
     } else {
         float *tmp = malloc(n * sizeof *tmp);
         if (!tmp) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
         s = tg_st_to_f32(t, tmp, err);
+        if (!s && check) s = gpt2_check_finite(TG_GGML_F32, tmp, n, path, t->name, err);
         /* tmp[IN, OUT] -> dst[OUT, IN] */
         int64_t in = want[0], out = want[1];
         for (int64_t i = 0; !s && i < in; i++)
@@ -252,7 +318,8 @@ static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot
     return TG_OK;
 }
 
-tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err) {
+tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err) {
+    int vocab_only = flags & TG_LOAD_VOCAB_ONLY;
     tg_status s;
     int bos = 0x7fffffff, eos = 0x7fffffff;
     char path[4096];
@@ -286,7 +353,17 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err
         gpt2_slot *slots = malloc((size_t)n * sizeof *slots);
         if (!m->w.layers || !slots) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
         if (!s) gpt2_slots(&m->cfg, &m->w, slots);
-        for (int i = 0; i < n && !s; i++) s = load_tensor(store, st, &slots[i], path, err);
+        for (int i = 0; i < n && !s; i++)
+            s = load_tensor(store, st, &slots[i], !(flags & TG_LOAD_NO_CHECK), path, err);
+        /* tensors of layers past n_layer: the config and the weights disagree */
+        for (int i = 0; i < st->n_tensors && !s; i++) {
+            const char *nm = st->tensors[i].name;
+            if (!strncmp(nm, "transformer.", 12)) nm += 12;
+            int layer;
+            if (sscanf(nm, "h.%d.", &layer) == 1 && layer >= m->cfg.n_layer)
+                s = tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s' is for layer %d but config.json has n_layer %d",
+                            path, st->tensors[i].name, layer, m->cfg.n_layer);
+        }
         free(slots);
         tg_st_close(st);
         if (s) return s;
@@ -295,8 +372,15 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err
             return tg_fail(err, TG_ERR_FORMAT, "%s: vocab.json has %d tokens, more than vocab_size %d", dir,
                            m->vocab.n_tokens, m->cfg.n_vocab);
     }
-    if (bos != 0x7fffffff && bos < m->vocab.n_tokens) m->vocab.bos_id = bos;
-    if (eos != 0x7fffffff && eos < m->vocab.n_tokens) m->vocab.eos_id = eos;
+    /* as GGUF's tokenizer.ggml.bos/eos_token_id: an id outside the vocabulary is an error */
+    const int ids[2] = {bos, eos};
+    const char *names[2] = {"bos_token_id", "eos_token_id"};
+    for (int k = 0; k < 2; k++)
+        if (ids[k] != 0x7fffffff && ids[k] >= m->vocab.n_tokens)
+            return tg_fail(err, TG_ERR_FORMAT, "%s/config.json: %s = %d is not a token id (vocabulary of %d)", dir,
+                           names[k], ids[k], m->vocab.n_tokens);
+    if (bos != 0x7fffffff) m->vocab.bos_id = bos;
+    if (eos != 0x7fffffff) m->vocab.eos_id = eos;
     if (vocab_only) return TG_OK;
     m->w.tied = m->w.lm_head == NULL;
     if (m->w.tied) m->w.lm_head = m->w.wte;

@@ -46,10 +46,17 @@ typedef struct gpt2_slot {
 int gpt2_n_slots(const tg_gpt2_config *cfg);
 int gpt2_slots(const tg_gpt2_config *cfg, tg_gpt2_weights *w, gpt2_slot *slots);
 
-/* The GGUF path of tg_gpt2_load over a caller-owned buffer (fuzzing). */
-tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int vocab_only, tg_err *err);
+/* The GGUF path of tg_gpt2_load over a caller-owned buffer (fuzzing);
+ * flags: TG_LOAD_*. */
+tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int flags, tg_err *err);
 
-/* Loads a Hugging Face GPT-2 folder into m (hf.c). */
-tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err);
+/* Loads a Hugging Face GPT-2 folder into m (hf.c); flags: TG_LOAD_*. */
+tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err);
+
+/* The load-time finiteness check of one tensor of GGML type `type`
+ * (weights/finite.h): TG_ERR_NUMERIC naming path, the tensor and the first
+ * bad index. The one place the loaders call it from, per tensor. */
+tg_status gpt2_check_finite(uint32_t type, const void *data, uint64_t n, const char *path,
+                            const char *name, tg_err *err);
 
 #endif

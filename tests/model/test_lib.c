@@ -8,6 +8,7 @@
  * continuation (N_GREEDY ids, through the KV cache) to GREEDY; checks the
  * API's own contracts (errors with messages, buffer sizes, round trips, two
  * handles on two threads at once) and exits non-zero naming what failed. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,19 @@ int main(int argc, char **argv) {
     sp.top_p = 2.0f;
     CHECK(tinygpt_set_sampling(m, &sp) == TINYGPT_ERR_ARG && strstr(tinygpt_last_error(m), "[0, 1]"),
           "bad top-p: '%s'", tinygpt_last_error(m));
+    sp.top_p = 0.95f;
+    sp.temp = 1e-45f; /* 1/temp overflows: refused, not NaN probabilities */
+    CHECK(tinygpt_set_sampling(m, &sp) == TINYGPT_ERR_ARG &&
+              strstr(tinygpt_last_error(m), "smallest usable"),
+          "tiny temp: '%s'", tinygpt_last_error(m));
+    sp.temp = 0;
+    float *bad_logits = malloc((size_t)V * sizeof *bad_logits);
+    for (int i = 0; i < V; i++) bad_logits[i] = NAN;
+    CHECK(tinygpt_sample(m, bad_logits) == -1 && strstr(tinygpt_last_error(m), "NaN or -inf"),
+          "all-NaN logits: '%s'", tinygpt_last_error(m));
+    bad_logits[V / 2] = INFINITY;
+    CHECK(tinygpt_sample(m, bad_logits) == V / 2, "+inf logit is the pick");
+    free(bad_logits);
     int *out = malloc((size_t)(n_greedy + 1) * sizeof *out);
     s = tinygpt_eval(m, ids, (int)n, 0, logits, 0);
     int pos = (int)n, got = 0;

@@ -297,3 +297,123 @@ Test(sampler, bad_parameters) {
     p = plain(1.0f, 0);
     cr_assert_eq(tg_sampler_create(&s, &p, 0, &err), TG_ERR_ARG);
 }
+
+/* ---- non-finite logits and the smallest temperature (issue #16) ----------
+ * The rule (sampler.h): NaN and -inf are probability 0; +inf tokens share
+ * all the mass equally; nothing above -inf -> -1. Checked with the default
+ * filters (top-k 40, top-p 0.95, min-p 0.05), with every filter off, and
+ * greedy. */
+static tg_sampler_params with_filters(float temp, uint64_t seed) {
+    tg_sampler_params p = tg_sampler_defaults();
+    p.temp = temp;
+    p.seed = seed;
+    return p;
+}
+
+Test(sampler, plus_infinity_logit_is_picked) {
+    float x[V];
+    random_logits(x, V, 21, 8.0f);
+    x[13] = INFINITY;
+    tg_sampler_params ps[] = {with_filters(0.8f, 1), plain(1.0f, 2), plain(0.0f, 3)};
+    for (int k = 0; k < 3; k++) {
+        tg_sampler *s = make(ps[k], V);
+        for (int d = 0; d < 1000; d++) cr_assert_eq(tg_sampler_sample(s, x), 13, "params %d", k);
+        tg_sampler_free(s);
+    }
+}
+
+Test(sampler, two_plus_infinities_share_the_mass) {
+    float x[V];
+    random_logits(x, V, 22, 8.0f);
+    x[50] = x[13] = INFINITY;
+    x[7] = NAN;
+    tg_sampler *s = make(with_filters(1.0f, 4), V);
+    int n13 = 0, n50 = 0;
+    for (int d = 0; d < 10000; d++) {
+        int t = tg_sampler_sample(s, x);
+        cr_assert(t == 13 || t == 50, "picked %d", t);
+        n13 += t == 13;
+        n50 += t == 50;
+    }
+    /* binomial(10000, 1/2): sd 50; 5 sd */
+    cr_assert(abs(n13 - 5000) < 250, "13 drawn %d of 10000 times", n13);
+    tg_sampler_free(s);
+    s = make(plain(0.0f, 0), V);
+    cr_assert_eq(tg_sampler_sample(s, x), 13, "greedy: the lowest +inf id");
+    tg_sampler_free(s);
+}
+
+Test(sampler, nan_is_never_picked) {
+    float x[V];
+    random_logits(x, V, 23, 4.0f);
+    for (int i = 0; i < V; i += 3) x[i] = NAN;
+    x[0] = NAN; /* a NaN first must not win greedy either */
+    int best = 1;
+    for (int i = 1; i < V; i++)
+        if (x[i] == x[i] && x[i] > x[best]) best = i;
+    tg_sampler_params ps[] = {with_filters(0.8f, 5), plain(2.0f, 6)};
+    for (int k = 0; k < 2; k++) {
+        tg_sampler *s = make(ps[k], V);
+        for (int d = 0; d < 5000; d++) {
+            int t = tg_sampler_sample(s, x);
+            cr_assert(t >= 0 && t < V && t % 3 != 0, "picked %d (a NaN logit)", t);
+        }
+        tg_sampler_free(s);
+    }
+    tg_sampler *g = make(plain(0.0f, 0), V);
+    cr_assert_eq(tg_sampler_sample(g, x), best);
+    tg_sampler_free(g);
+}
+
+Test(sampler, nothing_above_minus_infinity_is_an_error) {
+    float nan_only[V], minf_only[V], mixed[V];
+    for (int i = 0; i < V; i++) {
+        nan_only[i] = NAN;
+        minf_only[i] = -INFINITY;
+        mixed[i] = i % 2 ? NAN : -INFINITY;
+    }
+    const float *cases[] = {nan_only, minf_only, mixed};
+    tg_sampler_params ps[] = {with_filters(0.8f, 7), plain(1.0f, 8), plain(0.0f, 9)};
+    for (int c = 0; c < 3; c++)
+        for (int k = 0; k < 3; k++) {
+            tg_sampler_params p = ps[k];
+            for (int top_k = 0; top_k <= 5; top_k += 5) {
+                p.top_k = top_k;
+                tg_sampler *s = make(p, V);
+                cr_assert_eq(tg_sampler_sample(s, cases[c]), -1, "case %d params %d top-k %d", c, k,
+                             top_k);
+                tg_sampler_free(s);
+            }
+        }
+}
+
+Test(sampler, minus_infinity_with_plus_infinity) {
+    float x[V];
+    for (int i = 0; i < V; i++) x[i] = -INFINITY;
+    x[90] = INFINITY;
+    x[3] = 1.0f;
+    tg_sampler *s = make(with_filters(0.8f, 10), V);
+    for (int d = 0; d < 100; d++) cr_assert_eq(tg_sampler_sample(s, x), 90);
+    tg_sampler_free(s);
+}
+
+Test(sampler, smallest_temperature) {
+    tg_sampler *s;
+    tg_err err;
+    /* 1e-45 (a subnormal) made 1/temp +inf: every probability NaN before */
+    float tiny[] = {1e-45f, 1e-39f, 1.1e-38f};
+    for (int i = 0; i < 3; i++) {
+        tg_sampler_params p = with_filters(tiny[i], 0);
+        cr_assert_eq(tg_sampler_create(&s, &p, V, &err), TG_ERR_ARG, "temp %g", tiny[i]);
+        cr_assert(strstr(err.msg, "smallest usable") && strstr(err.msg, "greedy"), "%s", err.msg);
+    }
+    /* the smallest accepted temperature samples the argmax, even for
+     * logits far apart (the product overflows to -inf, never NaN) */
+    float x[V];
+    random_logits(x, V, 24, 6.0f);
+    x[40] = 3e38f;
+    x[41] = -3e38f;
+    tg_sampler *cold = make(with_filters(TG_SAMPLER_MIN_TEMP, 11), V);
+    for (int d = 0; d < 100; d++) cr_assert_eq(tg_sampler_sample(cold, x), 40);
+    tg_sampler_free(cold);
+}

@@ -399,3 +399,34 @@ Test(tokenizer, bad_vocabularies_and_ids_are_errors) {
     tg_tokenizer_free(t);
     tv_free(&tv);
 }
+
+/* Merges naming tokens the vocabulary lacks are corruption (GPT-2's 50,000
+ * merges all name tokens): an error naming the merge, never skipped. */
+Test(tokenizer, merges_must_name_tokens) {
+    const char *cases[][2] = {{"a b", NULL}, {"a zz", "names 'zz'"}, {"yy b", "names 'yy'"},
+                              {"b c", "makes 'bc'"}};
+    for (int k = 0; k < 4; k++) {
+        tg_vocab v;
+        tg_err err;
+        cr_assert_eq(tg_vocab_bytes(&v, &err), TG_OK);
+        v.tokens = realloc(v.tokens, 258 * sizeof *v.tokens);
+        v.tokens[257] = strdup("ab");
+        v.n_tokens = 258;
+        free(v.token_type);
+        v.token_type = NULL;
+        v.merges = calloc(2, sizeof *v.merges);
+        v.merges[0] = strdup("a b");
+        v.merges[1] = strdup(cases[k][0]);
+        v.n_merges = 2;
+        tg_tokenizer *t = NULL;
+        tg_status s = tg_tokenizer_create(&t, &v, &err);
+        if (!cases[k][1]) {
+            cr_assert_eq(s, TG_OK, "%s", err.msg);
+            tg_tokenizer_free(t);
+        } else {
+            cr_assert_eq(s, TG_ERR_FORMAT, "merge '%s'", cases[k][0]);
+            cr_assert(strstr(err.msg, "merge 1") && strstr(err.msg, cases[k][1]), "%s", err.msg);
+        }
+        tg_vocab_free(&v);
+    }
+}

@@ -343,6 +343,36 @@ def hostile_folders():
         expect_error("negative", "n_layer")
         with_cfg(n_layer="2")
         expect_error("string", "n_layer")
+        # inconsistent data (issue #16): each was accepted silently before
+        with_cfg(n_layer=1)
+        expect_error("layers past n_layer", "'h.1.attn.bias' is for layer 1 but config.json has n_layer 1")
+        with_cfg(bos_token_id=5000)
+        expect_error("bos out of range", "bos_token_id = 5000 is not a token id (vocabulary of 260)")
+        with_cfg(eos_token_id=260)
+        expect_error("eos out of range", "eos_token_id = 260 is not a token id")
+        text = json.dumps(cfg)
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            f.write(text[:-1] + ', "n_layer": 1}')  # Python's json would take this last value
+        expect_error("duplicate key", 'key "n_layer" appears twice')
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            f.write(text[:-1] + ', "model_type": "gpt2\\u0000llama"}')
+        expect_error("NUL in a string", "\\u0000")
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            f.write(text[:-1] + ', "note": "a\\\\u0000 is fine escaped"}')
+        r = subprocess.run([TINYGPT, "inspect", folder], capture_output=True, text=True)
+        check(r.returncode == 0, f"an escaped backslash before u0000 is no NUL: {r.stderr!r}")
+        with_cfg()
+        vj = os.path.join(folder, "vocab.json")
+        vtext = open(vj, encoding="utf-8").read()
+        open(vj, "w", encoding="utf-8").write(vtext[:-1] + ', "!": 7}')
+        expect_error("duplicate token", 'vocab.json: key "!" appears twice')
+        open(vj, "w", encoding="utf-8").write(vtext)
+        nan_sd = dict(sd)
+        nan_sd["h.0.ln_1.weight"] = nan_sd["h.0.ln_1.weight"].clone()
+        nan_sd["h.0.ln_1.weight"][2] = float("nan")
+        write_safetensors(os.path.join(folder, "model.safetensors"), nan_sd)
+        expect_error("NaN weight", "tensor 'h.0.ln_1.weight' holds a non-finite value (NaN) at index 2")
+        write_safetensors(os.path.join(folder, "model.safetensors"), sd)
         with_cfg()
         with open(os.path.join(folder, "config.json"), "w") as f:
             f.write("{\"n_layer\": 2,")

@@ -274,6 +274,12 @@ Test(hostile, fields) {
     CASE(set64(&b, L.t1_offset, 512), TG_ERR_FORMAT, "past the end");
     CASE(set64(&b, L.t1_offset, 224), TG_ERR_FORMAT, "overlap");
     CASE(b.p[L.t1_name + 8] = 'a', TG_ERR_FORMAT, "duplicate tensor name 'a'");
+    /* type confusion: F32 data declared with a smaller type leaves bytes no
+     * tensor covers (a gap before the next tensor, or after the last one) */
+    CASE(set32(&b, L.t0_type, TG_GGML_F16), TG_ERR_FORMAT, "tensor 'b' starts 128 bytes after");
+    CASE(set32(&b, L.t0_type, TG_GGML_BF16), TG_ERR_FORMAT, "not packed");
+    CASE(set32(&b, L.t0_type, TG_GGML_Q8_0), TG_ERR_FORMAT, "not packed");
+    CASE(set32(&b, L.t1_offset - 4, TG_GGML_F16), TG_ERR_FORMAT, "64 bytes follow the last tensor");
 #undef CASE
 }
 
@@ -305,6 +311,12 @@ Test(hostile, keys_and_alignment) {
     b = kv_file("general.alignment", TG_GGUF_UINT32, 48, "y");
     expect_fail(&b, TG_ERR_FORMAT, "not a power of two");
     free(b.p);
+    /* 1, 2 and 4 are powers of two but not the multiple of 8 the spec requires */
+    for (uint64_t a = 1; a <= 4; a *= 2) {
+        b = kv_file("general.alignment", TG_GGUF_UINT32, a, "y");
+        expect_fail(&b, TG_ERR_FORMAT, "not a multiple of 8");
+        free(b.p);
+    }
     b = kv_file("general.alignment", TG_GGUF_UINT64, 32, "y");
     expect_fail(&b, TG_ERR_FORMAT, "expected uint32");
     free(b.p);
@@ -528,7 +540,13 @@ static void e_shape(tg_gguf_writer *w, test_model *t) {
     (void)t;
     static float z[64]; /* the writer keeps the pointer until tg_gguf_write */
     int64_t ne[1] = {7};
-    tg_gguf_add_tensor_f32(w, "blk.9.ffn_up.bias", 1, ne, z, TG_GGML_F32, NULL); /* extra: ignored */
+    tg_gguf_add_tensor_f32(w, "extra.notes", 1, ne, z, TG_GGML_F32, NULL); /* extra: ignored */
+}
+static void e_layer(tg_gguf_writer *w, test_model *t) {
+    (void)t;
+    static float z[64];
+    int64_t ne[1] = {7};
+    tg_gguf_add_tensor_f32(w, "blk.9.ffn_up.bias", 1, ne, z, TG_GGML_F32, NULL);
 }
 
 Test(binding, extra_tensors_are_ignored) {
@@ -536,6 +554,9 @@ Test(binding, extra_tensors_are_ignored) {
     test_model_make(&t, 1, 1, 4, 4, 1);
     tg_err err;
     cr_assert_eq(load_edited(&t, e_shape, &err), TG_OK, "%s", err.msg);
+    /* but a tensor of a layer past block_count means the file is inconsistent */
+    cr_assert_eq(load_edited(&t, e_layer, &err), TG_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "'blk.9.ffn_up.bias' is for layer 9 but gpt2.block_count is 1"), "%s", err.msg);
     test_model_free(&t);
 }
 
@@ -589,5 +610,87 @@ Test(binding, missing_and_misshapen) {
     cr_assert_eq(load_with_tensor(&t, "blk.0.ffn_up.weight", 2, 8, 32, TG_GGML_F16, &err), TG_OK, "%s", err.msg);
     /* output.weight absent: tied */
     cr_assert_eq(load_with_tensor(&t, "output.weight", 0, 0, 0, 0, &err), TG_OK, "%s", err.msg);
+    test_model_free(&t);
+}
+
+/* ---- the finiteness scan (weights/finite.h), per encoding ------------------- */
+#include <math.h>
+
+#include "weights/finite.h"
+
+Test(finite, every_type_finds_the_first_bad_element) {
+    enum { N = 3000 }; /* more than one scan block of 1024 */
+    const char *what;
+    /* F32, unaligned on purpose */
+    static uint8_t f32[4 * N + 1];
+    for (int i = 0; i < N; i++) {
+        float v = (float)i - 1500.0f;
+        memcpy(f32 + 1 + 4 * i, &v, 4);
+    }
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_F32, f32 + 1, N, &what), -1);
+    float bad[3] = {NAN, INFINITY, -INFINITY};
+    const char *names[3] = {"NaN", "+inf", "-inf"};
+    for (int k = 0; k < 3; k++) {
+        memcpy(f32 + 1 + 4 * 2500, &bad[k], 4);
+        cr_assert_eq(tg_find_nonfinite(TG_GGML_F32, f32 + 1, N, &what), 2500);
+        cr_assert_str_eq(what, names[k]);
+    }
+    /* F16: 0x7c00 +inf, 0xfc00 -inf, 0x7e00 NaN; 0x7bff (65504) is finite */
+    static uint16_t h[N];
+    for (int i = 0; i < N; i++) h[i] = 0x7bff;
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_F16, h, N, &what), -1);
+    h[1029] = 0xfc00;
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_F16, h, N, &what), 1029);
+    cr_assert_str_eq(what, "-inf");
+    h[7] = 0x7e00;
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_F16, h, N, &what), 7);
+    cr_assert_str_eq(what, "NaN");
+    /* BF16: 0x7f80 +inf; 0x7f7f (the largest finite) */
+    for (int i = 0; i < N; i++) h[i] = 0x7f7f;
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_BF16, h, N, &what), -1);
+    h[2999] = 0x7f80;
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_BF16, h, N, &what), 2999);
+    cr_assert_str_eq(what, "+inf");
+    /* Q8_0: a bad scale poisons its block; int8 bytes that look like inf
+     * bits are fine */
+    static uint8_t q[34 * 4];
+    memset(q, 0x7f, sizeof q);
+    for (int b = 0; b < 4; b++) q[34 * b] = 0x00, q[34 * b + 1] = 0x3c; /* d = 1.0 */
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q8_0, q, 128, &what), -1);
+    q[34 * 2] = 0x01, q[34 * 2 + 1] = 0x7c; /* d = NaN */
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q8_0, q, 128, &what), 64);
+    cr_assert_str_eq(what, "NaN");
+    /* Q4_0: 18-byte blocks, the same rule */
+    static uint8_t q4[18 * 3];
+    memset(q4, 0xff, sizeof q4);
+    for (int b = 0; b < 3; b++) q4[18 * b] = 0x00, q4[18 * b + 1] = 0x3c;
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q4_0, q4, 96, &what), -1);
+    q4[18 * 1 + 1] = 0xfc; /* d = -inf */
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q4_0, q4, 96, &what), 32);
+    cr_assert_str_eq(what, "-inf");
+    cr_assert_eq(tg_find_nonfinite(TG_GGML_Q4_1, q, 32, &what), -2, "unknown to the scan");
+}
+
+/* An F16 tensor with an inf, through the loader: named, and --no-check loads. */
+Test(finite, f16_tensor_rejected_at_load) {
+    test_model t;
+    test_model_make(&t, 1, 1, 8, 4, 0);
+    ((float *)t.w.layers[0].up_w)[37] = 1e6f; /* > 65504: inf once stored as F16 */
+    char *dir = test_tmpdir(), p[512];
+    snprintf(p, sizeof p, "%s/h.gguf", dir);
+    tg_err err;
+    cr_assert_eq(tg_gpt2_save(p, &t.cfg, &t.w, &t.vocab, TG_DTYPE_F16, &err), TG_OK, "%s", err.msg);
+    tg_gpt2_model m;
+    cr_assert_eq(tg_gpt2_load(&m, p, 0, &err), TG_ERR_NUMERIC);
+    cr_assert(strstr(err.msg, "'blk.0.ffn_up.weight'") && strstr(err.msg, "+inf at index 37") == NULL &&
+                  strstr(err.msg, "(+inf) at index 37"),
+              "%s", err.msg);
+    cr_assert_eq(tg_gpt2_load(&m, p, TG_LOAD_NO_CHECK, &err), TG_OK, "%s", err.msg);
+    cr_assert(isinf(m.w.layers[0].up_w[37]));
+    tg_gpt2_free(&m);
+    cr_assert_eq(tg_gpt2_load(&m, p, TG_LOAD_VOCAB_ONLY, &err), TG_OK, "vocab only: no scan");
+    tg_gpt2_free(&m);
+    test_rmdir(dir);
+    free(dir);
     test_model_free(&t);
 }
