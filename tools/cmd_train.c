@@ -29,6 +29,7 @@
 #include "model/tokenizer.h"
 #include "model/train.h"
 #include "tools/cli.h"
+#include "weights/file.h"
 
 static const char *const CMD = "train";
 
@@ -231,8 +232,14 @@ static tg_status save_checkpoint(run *r, tg_err *err) {
 /* Reads a checkpoint's header (and, with r->tr set, its state). The file is
  * untrusted: sizes are checked against the header and the file length. */
 static tg_status load_checkpoint(const char *path, ckpt_header *h, run *r, tg_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    int fd = wt_open_regular(path, &sb, err); /* a FIFO or device is refused, never waited on */
+    if (fd < 0) return TG_ERR_IO;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return tg_fail(err, TG_ERR_NOMEM, "train: out of memory");
+    }
     tg_status st = TG_OK;
     if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, "TGTRAIN1", 8) || h->version != 1 ||
         h->header_size != sizeof *h) {

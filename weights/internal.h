@@ -49,6 +49,13 @@ int gpt2_slots(const tg_gpt2_config *cfg, tg_gpt2_weights *w, gpt2_slot *slots);
 /* The GGUF path of tg_gpt2_load over a caller-owned buffer (fuzzing). */
 tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int vocab_only, tg_err *err);
 
+/* The parsers behind tg_vocab_load_hf and the folder's config.json, on
+ * bytes in memory (dir and path only name them in errors; fuzzing). */
+tg_status hf_vocab_parse(tg_vocab *v, const char *vocab_json, size_t vocab_len, const char *merges,
+                         size_t merges_len, int n_min, const char *dir, tg_err *err);
+tg_status hf_config_parse(tg_gpt2_config *c, int *bos, int *eos, const char *json, size_t len, const char *path,
+                          tg_err *err);
+
 /* Loads a Hugging Face GPT-2 folder into m (hf.c). */
 tg_status hf_load(tg_gpt2_model *m, const char *dir, int vocab_only, tg_err *err);
 
