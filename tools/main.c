@@ -1,4 +1,5 @@
 /* main.c — `tinygpt COMMAND ...`: dispatch to the subcommands. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,21 +31,36 @@ static void usage(FILE *f) {
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
+/* Every command's standard output is checked here, after it returns, so none
+ * can forget: a full disk or a closed pipe is exit 1, not a silent 0. */
+static int check_stdout(const char *cmd, int rc) {
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    if (!bad && !ferror(stdout)) return rc;
+    if (rc != EXIT_OK) return rc; /* already failed and said why */
+    fprintf(stderr, "tinygpt%s%s: writing the standard output failed%s%s\n", cmd ? " " : "", cmd ? cmd : "",
+            e ? ": " : "", e ? strerror(e) : "");
+    return EXIT_RUNTIME;
+}
+
 int main(int argc, char **argv) {
+    cli_start();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return EXIT_OK;
+        return check_stdout(NULL, EXIT_OK);
     }
     if (!strcmp(argv[1], "--version")) {
         printf("tinygpt %s\n", TINYGPT_VERSION);
-        return EXIT_OK;
+        return check_stdout(NULL, EXIT_OK);
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name))
+            return check_stdout(commands[i].name, commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", argv[1]);
     return EXIT_USAGE;
 }
