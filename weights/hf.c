@@ -52,6 +52,11 @@ tg_status hf_vocab_parse(tg_vocab *v, const char *vocab_json, size_t vocab_len, 
         }
         if ((int)id >= n) n = (int)id + 1;
     }
+    /* padding is one string per missing id: a 100-byte file must not make
+     * 16 M of them (found by fuzz_hf) */
+    if (!s && n - count > (1 << 16))
+        s = tg_fail(err, TG_ERR_FORMAT, "%s: ids reach %d but there are only %d tokens (more than 65536 missing)",
+                    path, n - 1, count);
     if (!s && !(v->tokens = calloc((size_t)n, sizeof *v->tokens))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     if (!s && !(v->token_type = calloc((size_t)n, sizeof *v->token_type))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     if (!s) v->n_tokens = n;
