@@ -5,6 +5,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <dirent.h>
+#include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -221,11 +224,40 @@ int cli_out_open(cli_outfile *o, const char *path, tg_err *err) {
     return TG_OK;
 }
 
-int cli_out_commit(cli_outfile *o, tg_err *err) {
+/* TINYGPT_TEST_FAULT=enospc:N or kill:N (tests only): the Nth
+ * cli_out_finish of the process fails as on a full disk, or the process
+ * SIGKILLs itself there, its temporary written but not renamed. */
+static int test_fault(void) {
+    static int calls;
+    const char *f = getenv("TINYGPT_TEST_FAULT");
+    int n = 0;
+    calls++;
+    if (!f) return 0;
+    if (sscanf(f, "enospc:%d", &n) == 1 && n == calls) return ENOSPC;
+    if (sscanf(f, "kill:%d", &n) == 1 && n == calls) {
+        raise(SIGKILL);
+    }
+    return 0;
+}
+
+int cli_out_finish(cli_outfile *o, tg_err *err) {
+    if (!o->f) return TG_OK;
+    int fault = test_fault();
     int bad = fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0;
-    bad |= fclose(o->f) != 0;
+    int e = bad ? errno : fault;
+    bad |= fclose(o->f) != 0 || fault;
     o->f = NULL;
-    if (bad || rename(o->tmp, o->path) != 0) {
+    if (bad) {
+        tg_status s = tg_fail(err, TG_ERR_IO, "%s: write failed: %s", o->path, strerror(e ? e : EIO));
+        cli_out_abort(o);
+        return s;
+    }
+    return TG_OK;
+}
+
+int cli_out_commit(cli_outfile *o, tg_err *err) {
+    if (cli_out_finish(o, err)) return TG_ERR_IO;
+    if (rename(o->tmp, o->path) != 0) {
         tg_status s = tg_fail(err, TG_ERR_IO, "%s: write failed: %s", o->path, strerror(errno));
         cli_out_abort(o);
         return s;
@@ -261,6 +293,64 @@ static int running_from_build_dir(char *exe_dir, size_t cap) {
     *slash = 0;
     snprintf(exe_dir, cap, "%s", exe);
     return realpath(TINYGPT_BUILD_DIR, build) && !strcmp(build, exe);
+}
+
+/* ---- output paths ------------------------------------------------------- */
+
+static struct timespec g_start; /* zero until cli_start: then nothing is stale */
+
+void cli_start(void) { clock_gettime(CLOCK_REALTIME, &g_start); }
+
+/* Whether name is base + ".tmp." + six characters of mkstemp's alphabet:
+ * the temporaries of cli_out_open and tg_gguf_write for that output. */
+static int is_our_tmp(const char *name, const char *base) {
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) || strncmp(name + n, ".tmp.", 5) || strlen(name + n + 5) != 6) return 0;
+    for (const char *c = name + n + 5; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) return 0;
+    return 1;
+}
+
+/* Removes the temporaries of path that a killed run left: regular files of
+ * our own name pattern, last modified before this process started (a
+ * concurrent writer's are newer). Returns how many. */
+static int remove_stale(const char *path) {
+    if (!g_start.tv_sec) return 0;
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char dir[PATH_MAX];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!is_our_tmp(e->d_name, base)) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        int older = st.st_mtim.tv_sec < g_start.tv_sec ||
+                    (st.st_mtim.tv_sec == g_start.tv_sec && st.st_mtim.tv_nsec < g_start.tv_nsec);
+        if (older && unlinkat(dirfd(d), e->d_name, 0) == 0) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+int cli_out_check(const char *cmd, const char *flag, const char *path) {
+    if (!*path) return cli_usage(cmd, "%s: the output path is empty", flag);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return cli_error(cmd, "%s: %s: is a directory", flag, path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return cli_error(cmd, "%s: %s: exists and is not a regular file (it would be replaced)", flag, path);
+    int n = remove_stale(path);
+    if (n) fprintf(stderr, "tinygpt %s: removed %d stale temporar%s of %s (left by a killed run)\n", cmd, n,
+                   n == 1 ? "y" : "ies", path);
+    /* what cli_out_open and tg_gguf_write will do: a temporary beside path */
+    cli_outfile o;
+    tg_err err;
+    if (cli_out_open(&o, path, &err)) return cli_error(cmd, "%s: %s", flag, err.msg);
+    cli_out_abort(&o);
+    return 0;
 }
 
 const char *cli_default_model(void) {

@@ -158,6 +158,20 @@ typedef struct cli_outfile {
 int cli_out_open(cli_outfile *o, const char *path, tg_err *err);
 int cli_out_commit(cli_outfile *o, tg_err *err);
 void cli_out_abort(cli_outfile *o);
+/* The first half of commit: flush, fsync and close the temporary (errors
+ * abort it), leaving the rename to cli_out_commit; for outputs that must
+ * be renamed together. */
+int cli_out_finish(cli_outfile *o, tg_err *err);
+
+/* Every output path, checked before any work: empty is a usage error; a
+ * folder, a non-regular file, or a folder that takes no new file (a
+ * temporary is created there and removed, as cli_out_open will) is a
+ * runtime error. Temporaries of path that a killed run left (PATH.tmp.XXXXXX,
+ * older than cli_start) are removed first. Prints the error naming flag;
+ * returns its exit code, or 0. */
+int cli_out_check(const char *cmd, const char *flag, const char *path);
+/* Called first by main: the time before which a temporary is stale. */
+void cli_start(void);
 
 /* Default model: $TINYGPT_MODEL; else for the binary in the build dir the
  * source tree's weights/shakespeare-4h.gguf, for an installed one

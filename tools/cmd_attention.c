@@ -60,6 +60,7 @@ int cmd_attention(int argc, char **argv) {
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
+    if (svg && (parsed = cli_out_check(CMD, "--svg", svg))) return parsed;
     ro.n_threads = (int)threads;
     run_ctx rc;
     int code = run_open(&rc, CMD, model_path, &ro);

@@ -656,6 +656,12 @@ int cmd_compare(int argc, char **argv) {
     if (parsed != CLI_RUN) return parsed;
     if (n_paths != 2) return cli_usage(CMD, "two models are needed (tinygpt compare A B -f TEXT)");
     if (!text_path) return cli_usage(CMD, "-f TEXT is required (the text both models are scored on)");
+    if (svg && !*svg) return cli_usage(CMD, "--svg: the folder name is empty");
+    for (int i = 0; svg && i < 2; i++) { /* the names write_maps derives */
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%c.svg", svg, 'A' + i);
+        if ((parsed = cli_out_check(CMD, "--svg", p))) return parsed;
+    }
     ro.n_threads = (int)threads;
 
     tg_err err = {{0}};

@@ -79,6 +79,8 @@ int cmd_init(int argc, char **argv) {
     if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;
     else if (!strcmp(dtype_s, "f16")) dtype = TG_DTYPE_F16;
     else return cli_usage("init", "--dtype must be f32 or f16, not '%s'", dtype_s);
+    int oc = cli_out_check("init", "-o", out);
+    if (oc) return oc;
 
     tg_err err = {{0}};
     tg_vocab vocab;

@@ -142,6 +142,10 @@ static int parse_args(int argc, char **argv, profile_args *a) {
     if (a->prompt && a->n_sweep) return cli_usage(CMD, "--ctx-sweep uses random tokens: drop -p");
     if (a->trace && a->n_sweep)
         return cli_usage(CMD, "--trace traces a prefill + decode run, not --ctx-sweep");
+    if (a->trace) {
+        int oc = cli_out_check(CMD, "--trace", a->trace);
+        if (oc) return oc;
+    }
     return CLI_RUN;
 }
 

@@ -29,6 +29,8 @@
 #include "model/tokenizer.h"
 #include "model/train.h"
 #include "tools/cli.h"
+#include "weights/file.h"
+#include "weights/gguf.h"
 
 static const char *const CMD = "train";
 
@@ -201,41 +203,96 @@ static int write_all(FILE *f, const void *p, size_t size, size_t n) {
     return n == 0 || fwrite(p, size, n, f) == n;
 }
 
+static void write_csv_to(const run *r, FILE *f);
+
+/* Whether every parameter is finite: a diverged state is never saved. */
+static int params_finite(run *r) {
+    const float *p = tg_trainer_params(r->tr);
+    size_t n = tg_trainer_n_params(r->tr);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(p[i])) return 0;
+    return 1;
+}
+
+/* Appends to err which step each of OUT, OUT.ckpt, OUT.csv holds: the
+ * first n_new were renamed into place (this step), the rest are older. */
+static void say_held(const run *r, int n_new, tg_err *err) {
+    const char *names[3] = {r->out, r->ckpt_path, r->csv_path};
+    size_t l = strlen(err->msg), cap = sizeof err->msg;
+    if (n_new == 0 && r->last_ckpt >= 0)
+        snprintf(err->msg + l, cap - l, "; %s, %s and %s still hold step %lld", names[0], names[1], names[2],
+                 (long long)r->last_ckpt);
+    else if (n_new == 0)
+        snprintf(err->msg + l, cap - l, "; no checkpoint was written yet");
+    else
+        for (int k = 0; k < 3 && l < cap; k++) {
+            int64_t s = k < n_new ? r->step : r->last_ckpt;
+            l += (size_t)snprintf(err->msg + l, cap - l, "%s %s %s", k ? "," : ";", names[k],
+                                  s >= 0 ? "holds step" : "was not written yet");
+            if (s >= 0 && l < cap) l += (size_t)snprintf(err->msg + l, cap - l, " %lld", (long long)s);
+        }
+}
+
+/* Writes OUT (the GGUF), OUT.ckpt and OUT.csv of the current step so that
+ * they always belong together: all three temporaries are written and
+ * synced first, then renamed in that fixed order; each records the step
+ * (the GGUF in tinygpt.train.step). On failure err says which step each
+ * file holds. */
 static tg_status save_checkpoint(run *r, tg_err *err) {
     const tg_gpt2_config *cfg = tg_trainer_config(r->tr);
     tg_gpt2_layer *layers = calloc((size_t)cfg->n_layer, sizeof *layers);
-    if (!layers) return tg_fail(err, TG_ERR_NOMEM, "train: out of memory");
+    tg_gguf_writer *gw = NULL;
+    if (!layers || tg_gguf_writer_new(&gw, err)) {
+        free(layers);
+        return tg_fail(err, TG_ERR_NOMEM, "out of memory");
+    }
     tg_gpt2_weights w;
     tg_trainer_weights(r->tr, &w, layers);
-    tg_status st = tg_gpt2_save(r->out, cfg, &w, r->vocab, r->o.f16 ? TG_DTYPE_F16 : TG_DTYPE_F32, err);
-    free(layers);
-    if (st != TG_OK) return st;
+    tg_status st = tg_gpt2_to_gguf(gw, cfg, &w, r->vocab, r->o.f16 ? TG_DTYPE_F16 : TG_DTYPE_F32, err);
+    if (!st) st = tg_gguf_set_u64(gw, "tinygpt.train.step", (uint64_t)r->step, err);
 
-    cli_outfile of;
-    if (cli_out_open(&of, r->ckpt_path, err) != 0) return TG_ERR_IO;
-    ckpt_header h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, "TGTRAIN1", 8);
-    h.version = 1;
-    h.header_size = sizeof h;
-    h.o = r->o;
-    h.text_len = r->text_len, h.text_hash = r->text_hash;
-    h.step = r->step;
-    h.adam_t = tg_trainer_adam_t(r->tr);
-    h.rng = r->rng.s;
-    h.n_params = tg_trainer_n_params(r->tr);
-    h.n_hist = r->n_hist;
-    size_t n = h.n_params;
-    int ok = write_all(of.f, &h, sizeof h, 1) &&
-             write_all(of.f, tg_trainer_params(r->tr), sizeof(float), n) &&
-             write_all(of.f, tg_trainer_adam_m(r->tr), sizeof(float), n) &&
-             write_all(of.f, tg_trainer_adam_v(r->tr), sizeof(float), n) &&
-             write_all(of.f, r->hist, sizeof(hist_row), r->n_hist);
-    if (!ok) {
-        cli_out_abort(&of);
-        return tg_fail(err, TG_ERR_IO, "%s: write failed: %s", r->ckpt_path, strerror(errno));
+    cli_outfile of[3];
+    memset(of, 0, sizeof of);
+    const char *paths[3] = {r->out, r->ckpt_path, r->csv_path};
+    for (int k = 0; k < 3 && !st; k++) st = cli_out_open(&of[k], paths[k], err) ? TG_ERR_IO : TG_OK;
+    if (!st) st = tg_gguf_write_to(gw, of[0].f, r->out, err);
+    tg_gguf_writer_free(gw);
+    free(layers);
+
+    if (!st) {
+        ckpt_header h;
+        memset(&h, 0, sizeof h);
+        memcpy(h.magic, "TGTRAIN1", 8);
+        h.version = 1;
+        h.header_size = sizeof h;
+        h.o = r->o;
+        h.text_len = r->text_len, h.text_hash = r->text_hash;
+        h.step = r->step;
+        h.adam_t = tg_trainer_adam_t(r->tr);
+        h.rng = r->rng.s;
+        h.n_params = tg_trainer_n_params(r->tr);
+        h.n_hist = r->n_hist;
+        size_t n = h.n_params;
+        int ok = write_all(of[1].f, &h, sizeof h, 1) &&
+                 write_all(of[1].f, tg_trainer_params(r->tr), sizeof(float), n) &&
+                 write_all(of[1].f, tg_trainer_adam_m(r->tr), sizeof(float), n) &&
+                 write_all(of[1].f, tg_trainer_adam_v(r->tr), sizeof(float), n) &&
+                 write_all(of[1].f, r->hist, sizeof(hist_row), r->n_hist);
+        if (!ok) st = tg_fail(err, TG_ERR_IO, "%s: write failed: %s", r->ckpt_path, strerror(errno));
+        else write_csv_to(r, of[2].f);
     }
-    if (cli_out_commit(&of, err) != 0) return TG_ERR_IO;
+    for (int k = 0; k < 3 && !st; k++) st = cli_out_finish(&of[k], err) ? TG_ERR_IO : TG_OK;
+    if (st) {
+        for (int k = 0; k < 3; k++) cli_out_abort(&of[k]);
+        say_held(r, 0, err);
+        return st;
+    }
+    for (int k = 0; k < 3; k++)
+        if (cli_out_commit(&of[k], err)) { /* a rename failed: rare, but say what is where */
+            for (int j = k + 1; j < 3; j++) cli_out_abort(&of[j]);
+            say_held(r, k, err);
+            return TG_ERR_IO;
+        }
     r->last_ckpt = r->step;
     return TG_OK;
 }
@@ -243,8 +300,14 @@ static tg_status save_checkpoint(run *r, tg_err *err) {
 /* Reads a checkpoint's header (and, with r->tr set, its state). The file is
  * untrusted: sizes are checked against the header and the file length. */
 static tg_status load_checkpoint(const char *path, ckpt_header *h, run *r, tg_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    int fd = wt_open_regular(path, &sb, err); /* a FIFO or device is refused, never waited on */
+    if (fd < 0) return TG_ERR_IO;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return tg_fail(err, TG_ERR_NOMEM, "train: out of memory");
+    }
     tg_status st = TG_OK;
     if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, "TGTRAIN1", 8) || h->version != 1 ||
         h->header_size != sizeof *h) {
@@ -286,6 +349,10 @@ static tg_status load_checkpoint(const char *path, ckpt_header *h, run *r, tg_er
         st = tg_fail(err, TG_ERR_FORMAT, "%s: truncated or oversized checkpoint", path);
         goto done;
     }
+    if (!params_finite(r)) {
+        st = tg_fail(err, TG_ERR_FORMAT, "%s: holds non-finite parameters (a diverged run): not resumable", path);
+        goto done;
+    }
     r->n_hist = h->n_hist;
     r->step = h->step;
     r->rng.s = h->rng;
@@ -307,18 +374,15 @@ static void xml_escape(FILE *f, const char *s) {
     }
 }
 
-static tg_status write_csv(const run *r, tg_err *err) {
-    cli_outfile of;
-    if (cli_out_open(&of, r->csv_path, err) != 0) return TG_ERR_IO;
-    fprintf(of.f, "step,train_loss,val_loss,val_nats_per_byte,lr,tokens_per_s,grad_norm\n");
+static void write_csv_to(const run *r, FILE *f) {
+    fprintf(f, "step,train_loss,val_loss,val_nats_per_byte,lr,tokens_per_s,grad_norm\n");
     for (size_t i = 0; i < r->n_hist; i++) {
         const hist_row *h = &r->hist[i];
-        fprintf(of.f, "%lld,%.9g,", (long long)h->step, h->train_loss);
-        if (!isnan(h->val_loss)) fprintf(of.f, "%.9g,%.9g", h->val_loss, h->val_npb);
-        else fprintf(of.f, ",");
-        fprintf(of.f, ",%.6g,%.1f,%.6g\n", h->lr, h->tok_s, h->grad_norm);
+        fprintf(f, "%lld,%.9g,", (long long)h->step, h->train_loss);
+        if (!isnan(h->val_loss)) fprintf(f, "%.9g,%.9g", h->val_loss, h->val_npb);
+        else fprintf(f, ",");
+        fprintf(f, ",%.6g,%.1f,%.6g\n", h->lr, h->tok_s, h->grad_norm);
     }
-    return cli_out_commit(&of, err) == 0 ? TG_OK : TG_ERR_IO;
 }
 
 /* Ticks for [lo, hi]: a step of 1, 2 or 5 times a power of ten giving
@@ -550,14 +614,9 @@ int cmd_train(int argc, char **argv) {
     r.svg_path = side_path(out, ".svg");
     if (!r.ckpt_path || !r.csv_path || !r.svg_path) return cli_error(CMD, "out of memory");
     const char *outs[] = {out, r.ckpt_path, r.csv_path, r.svg_path};
-    for (int k = 0; k < 4; k++) {
-        cli_outfile of;
-        if (cli_out_open(&of, outs[k], &err) != 0) {
-            rc = cli_error(CMD, "cannot write the output: %s", err.msg);
-            goto cleanup_paths;
-        }
-        cli_out_abort(&of);
-    }
+    for (int k = 0; k < 4; k++)
+        if ((rc = cli_out_check(CMD, "-o", outs[k]))) goto cleanup_paths;
+    rc = EXIT_RUNTIME;
 
     /* the text, split on bytes */
     size_t len;
@@ -672,6 +731,9 @@ int cmd_train(int argc, char **argv) {
 
     const char *inject = getenv("TINYGPT_TRAIN_INJECT_NAN"); /* test hook: a NaN weight in step N+1 */
     long inject_step = inject ? atol(inject) : -1;
+    /* "after:N": step N's update makes a weight NaN though its loss was finite */
+    long inject_after = inject && !strncmp(inject, "after:", 6) ? atol(inject + 6) : -1;
+    if (inject_after >= 0) inject_step = -1;
 
     int tty = isatty(2);
     tg_adamw opt = {0.9f, 0.95f, 1e-8f, o.weight_decay};
@@ -701,6 +763,7 @@ int cmd_train(int argc, char **argv) {
             tg_trainer_zero_grad(r.tr);
             tg_trainer_backward(r.tr);
             gnorm = tg_trainer_step(r.tr, &opt, lr, o.grad_clip);
+            if (r.step + 1 == inject_after) tg_trainer_params(r.tr)[0] = NAN;
         }
         if (!isfinite(loss) || !isfinite(gnorm)) {
             if (tty) fputc('\n', stderr);
@@ -741,9 +804,20 @@ int cmd_train(int argc, char **argv) {
             progress(&r, tty, loss, last_val, (double)B * C * steps_run / elapsed, eta);
         int stop = g_stop || (stop_at > 0 && r.step >= stop_at);
         if (last || stop || r.step % o.save_every == 0) {
-            if (save_checkpoint(&r, &err) != TG_OK || write_csv(&r, &err) != TG_OK) {
+            if (!params_finite(&r)) { /* the loss was finite, the update was not */
                 if (tty) fputc('\n', stderr);
-                rc = cli_error(CMD, "checkpoint: %s", err.msg);
+                if (r.last_ckpt >= 0)
+                    rc = cli_error(CMD, "training diverged at step %lld: the parameters are no longer finite; "
+                                        "the last good checkpoint (step %lld) is kept in %s and %s",
+                                   (long long)r.step, (long long)r.last_ckpt, out, r.ckpt_path);
+                else
+                    rc = cli_error(CMD, "training diverged at step %lld: the parameters are no longer finite; "
+                                        "no checkpoint was written yet", (long long)r.step);
+                break;
+            }
+            if (save_checkpoint(&r, &err) != TG_OK) {
+                if (tty) fputc('\n', stderr);
+                rc = cli_error(CMD, "checkpoint at step %lld: %s", (long long)r.step, err.msg);
                 break;
             }
         }

@@ -1,5 +1,6 @@
 /* main.c — `tinygpt COMMAND ...`: dispatch to the subcommands, the global
  * help and --version. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,7 +85,21 @@ static const command *find(const char *name) {
     return NULL;
 }
 
+/* Every command's standard output is checked here, after it returns, so none
+ * can forget: a full disk or a closed pipe is exit 1, not a silent 0. */
+static int check_stdout(const char *cmd, int rc) {
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    if (!bad && !ferror(stdout)) return rc;
+    if (rc != EXIT_OK) return rc; /* already failed and said why */
+    fprintf(stderr, "tinygpt%s%s: writing the standard output failed%s%s\n", cmd ? " " : "", cmd ? cmd : "",
+            e ? ": " : "", e ? strerror(e) : "");
+    return EXIT_RUNTIME;
+}
+
 int main(int argc, char **argv) {
+    cli_start();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -92,7 +107,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         (!strcmp(argv[1], "help") && argc == 2)) {
         usage(stdout);
-        return EXIT_OK;
+        return check_stdout(NULL, EXIT_OK);
     }
     if (!strcmp(argv[1], "help")) {
         const command *c = find(argv[2]);
@@ -100,11 +115,11 @@ int main(int argc, char **argv) {
         if (!c) return cli_usage(NULL, "help: unknown command '%s' (see tinygpt help)", argv[2]);
         static char help_flag[] = "--help";
         char *hargv[] = {argv[2], help_flag, NULL};
-        return c->run(2, hargv);
+        return check_stdout(c->name, c->run(2, hargv));
     }
-    if (!strcmp(argv[1], "--version")) return version();
+    if (!strcmp(argv[1], "--version")) return check_stdout(NULL, version());
     const command *c = find(argv[1]);
-    if (c) return c->run(argc - 1, argv + 1);
+    if (c) return check_stdout(c->name, c->run(argc - 1, argv + 1));
     fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", argv[1]);
     return EXIT_USAGE;
 }

@@ -5,6 +5,7 @@
  * remain; nothing read from the file is used as a size, count or offset
  * before it has been checked against those bytes. */
 #include "weights/gguf.h"
+#include "weights/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -524,22 +525,9 @@ tg_status tg_gguf_parse(tg_gguf **out, const void *buf, size_t len, const char *
 
 tg_status tg_gguf_open(tg_gguf **out, const char *path, tg_err *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return tg_fail(err, TG_ERR_IO, "%s: is a directory", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return tg_fail(err, TG_ERR_IO, "%s: not a regular file", path);
-    }
+    int fd = wt_open_regular(path, &st, err);
+    if (fd < 0) return TG_ERR_IO;
     tg_gguf *g = calloc(1, sizeof *g);
     if (!g || !(g->name = strdup(path))) {
         free(g);

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/status.h"
 
@@ -166,5 +167,8 @@ tg_status tg_gguf_add_tensor_raw(tg_gguf_writer *w, const char *name, int n_dims
 /* Writes to a temporary file beside `path`, fsyncs, renames into place. On
  * failure the old file (if any) is untouched and no temporary is left. */
 tg_status tg_gguf_write(const tg_gguf_writer *w, const char *path, tg_err *err);
+/* The same bytes to an open stream (the caller flushes, syncs and renames;
+ * path only names it in errors). */
+tg_status tg_gguf_write_to(const tg_gguf_writer *w, FILE *f, const char *path, tg_err *err);
 
 #endif

@@ -314,7 +314,7 @@ static int pad_to(FILE *f, uint64_t pos, uint32_t alignment) {
     return 1;
 }
 
-tg_status tg_gguf_write(const tg_gguf_writer *w, const char *path, tg_err *err) {
+tg_status tg_gguf_write_to(const tg_gguf_writer *w, FILE *f, const char *path, tg_err *err) {
     /* header: magic, version, counts, metadata, tensor infos */
     buf h = {0};
     put(&h, "GGUF", 4);
@@ -342,29 +342,37 @@ tg_status tg_gguf_write(const tg_gguf_writer *w, const char *path, tg_err *err) 
         free(h.p);
         return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory building the GGUF header", path);
     }
+    int ok = fwrite(h.p, 1, h.len, f) == h.len && pad_to(f, h.len, w->alignment);
+    for (size_t i = 0; ok && i < w->n_t; i++)
+        ok = write_tensor(f, &w->t[i]) && pad_to(f, w->t[i].offset + w->t[i].nbytes, w->alignment);
+    int e = errno;
+    free(h.p);
+    if (!ok) return tg_fail(err, TG_ERR_IO, "%s: write failed: %s", path, e ? strerror(e) : "i/o error");
+    return TG_OK;
+}
 
+tg_status tg_gguf_write(const tg_gguf_writer *w, const char *path, tg_err *err) {
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
-    if (!tmp) {
-        free(h.p);
-        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-    }
+    if (!tmp) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int e = errno;
         free(tmp);
-        free(h.p);
         return tg_fail(err, TG_ERR_IO, "%s: cannot write: %s", path, strerror(e));
     }
     fchmod(fd, 0644);
     FILE *f = fdopen(fd, "wb");
     int ok = f != NULL;
     if (!f) close(fd);
-    ok = ok && fwrite(h.p, 1, h.len, f) == h.len && pad_to(f, h.len, w->alignment);
-    for (size_t i = 0; ok && i < w->n_t; i++)
-        ok = write_tensor(f, &w->t[i]) && pad_to(f, w->t[i].offset + w->t[i].nbytes, w->alignment);
-    free(h.p);
+    tg_status ws = ok ? tg_gguf_write_to(w, f, path, err) : TG_OK;
+    if (ws) {
+        fclose(f);
+        unlink(tmp);
+        free(tmp);
+        return ws;
+    }
     int e = errno;
     if (f) {
         ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/mem.h"
+#include "weights/file.h"
 #include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/internal.h"
@@ -31,13 +33,13 @@ float *store_alloc(gpt2_store *st, size_t n) {
 }
 
 char *wt_read_file(const char *path, size_t max, size_t *len, tg_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_fail(err, TG_ERR_IO, "%s: cannot open: %m", path), NULL;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        tg_fail(err, TG_ERR_IO, "%s: not a regular file", path);
-        return NULL;
+    int fd = wt_open_regular(path, &st, err);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path), NULL;
     }
     if ((uint64_t)st.st_size > max) {
         fclose(f);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "weights/gpt2.h"
 #include "weights/internal.h"
@@ -55,16 +56,12 @@ static const char *duplicate_key(const cJSON *obj, int *oom) {
     return dup;
 }
 
-static tg_status read_json(const char *dir, const char *file, cJSON **out, tg_err *err) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    size_t len;
-    char *txt = wt_read_file(path, MAX_JSON, &len, err);
-    if (!txt) return TG_ERR_IO;
-    int nul = has_nul_escape(txt, len);
-    *out = nul ? NULL : wt_json_parse(txt, len);
-    free(txt);
-    if (nul) return tg_fail(err, TG_ERR_FORMAT, "%s: a string holds \\u0000 (a NUL character)", path);
+/* A JSON object from n bytes; path names it in errors. */
+static tg_status parse_json(const char *txt, size_t len, const char *path, cJSON **out, tg_err *err) {
+    *out = NULL;
+    if (has_nul_escape(txt, len))
+        return tg_fail(err, TG_ERR_FORMAT, "%s: a string holds \\u0000 (a NUL character)", path);
+    *out = wt_json_parse(txt, len);
     if (!*out) return tg_fail(err, TG_ERR_FORMAT, "%s: not valid JSON", path);
     if (!cJSON_IsObject(*out)) {
         cJSON_Delete(*out);
@@ -85,13 +82,14 @@ static tg_status read_json(const char *dir, const char *file, cJSON **out, tg_er
 
 /* ---- vocab.json + merges.txt ---------------------------------------------- */
 
-tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err) {
+tg_status hf_vocab_parse(tg_vocab *v, const char *vocab_json, size_t vocab_len, const char *merges,
+                         size_t merges_len, int n_min, const char *dir, tg_err *err) {
     memset(v, 0, sizeof *v);
     v->bos_id = v->eos_id = -1;
     cJSON *vj;
     char path[4096];
     snprintf(path, sizeof path, "%s/vocab.json", dir);
-    tg_status s = read_json(dir, "vocab.json", &vj, err);
+    tg_status s = parse_json(vocab_json, vocab_len, path, &vj, err);
     if (s) return s;
     int count = cJSON_GetArraySize(vj), n = count > n_min ? count : n_min;
     if (count < 1 || n > (1 << 24) || n - count > (1 << 16)) {
@@ -107,6 +105,11 @@ tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err)
         }
         if ((int)id >= n) n = (int)id + 1;
     }
+    /* padding is one string per missing id: a 100-byte file must not make
+     * 16 M of them (found by fuzz_hf) */
+    if (!s && n - count > (1 << 16))
+        s = tg_fail(err, TG_ERR_FORMAT, "%s: ids reach %d but there are only %d tokens (more than 65536 missing)",
+                    path, n - 1, count);
     if (!s && !(v->tokens = calloc((size_t)n, sizeof *v->tokens))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     if (!s && !(v->token_type = calloc((size_t)n, sizeof *v->token_type))) s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     if (!s) v->n_tokens = n;
@@ -138,12 +141,14 @@ tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err)
         }
 
     snprintf(path, sizeof path, "%s/merges.txt", dir);
-    size_t len;
-    char *txt = wt_read_file(path, MAX_JSON, &len, err);
+    size_t len = merges_len;
+    char *txt = malloc(len + 1); /* a copy the loop below cuts into lines */
     if (!txt) {
         tg_vocab_free(v);
-        return TG_ERR_IO;
+        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
     }
+    memcpy(txt, merges, len);
+    txt[len] = 0;
     if (memchr(txt, 0, len)) {
         free(txt);
         tg_vocab_free(v);
@@ -186,6 +191,21 @@ tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err)
     return s;
 }
 
+tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err) {
+    memset(v, 0, sizeof *v);
+    v->bos_id = v->eos_id = -1;
+    char path[4096];
+    size_t vlen, mlen;
+    snprintf(path, sizeof path, "%s/vocab.json", dir);
+    char *vj = wt_read_file(path, MAX_JSON, &vlen, err), *mt = NULL;
+    snprintf(path, sizeof path, "%s/merges.txt", dir);
+    if (vj) mt = wt_read_file(path, MAX_JSON, &mlen, err);
+    tg_status s = vj && mt ? hf_vocab_parse(v, vj, vlen, mt, mlen, n_min, dir, err) : TG_ERR_IO;
+    free(vj);
+    free(mt);
+    return s;
+}
+
 /* ---- config.json ----------------------------------------------------------- */
 
 static tg_status cfg_int(const cJSON *cj, const char *path, const char *key, const char *alt, int dflt, int *out,
@@ -204,11 +224,10 @@ static tg_status cfg_int(const cJSON *cj, const char *path, const char *key, con
     return TG_OK;
 }
 
-static tg_status hf_config(tg_gpt2_config *c, int *bos, int *eos, const char *dir, tg_err *err) {
+tg_status hf_config_parse(tg_gpt2_config *c, int *bos, int *eos, const char *json, size_t len, const char *path,
+                          tg_err *err) {
     cJSON *cj;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    tg_status s = read_json(dir, "config.json", &cj, err);
+    tg_status s = parse_json(json, len, path, &cj, err);
     if (s) return s;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cj, "model_type");
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(cj, "activation_function");
@@ -231,6 +250,17 @@ static tg_status hf_config(tg_gpt2_config *c, int *bos, int *eos, const char *di
     c->ln_eps = eps ? (float)eps->valuedouble : 1e-5f;
     cJSON_Delete(cj);
     if (!s) s = tg_gpt2_config_check(c, path, err);
+    return s;
+}
+
+static tg_status hf_config(tg_gpt2_config *c, int *bos, int *eos, const char *dir, tg_err *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t len;
+    char *txt = wt_read_file(path, MAX_JSON, &len, err);
+    if (!txt) return TG_ERR_IO;
+    tg_status s = hf_config_parse(c, bos, eos, txt, len, path, err);
+    free(txt);
     return s;
 }
 
@@ -324,20 +354,15 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err) {
     int bos = 0x7fffffff, eos = 0x7fffffff;
     char path[4096];
     snprintf(path, sizeof path, "%s/vocab.json", dir);
-    FILE *probe = fopen(path, "rb");
-    if (!probe)
+    struct stat sb; /* stat, not open: a FIFO must not block (wt_read_file refuses it) */
+    if (stat(path, &sb) != 0)
         return tg_fail(err, TG_ERR_IO,
                        "%s: a folder without vocab.json: not a model (give a GGUF file or a Hugging Face GPT-2 folder)",
                        dir);
-    fclose(probe);
     if (vocab_only) {
         /* config.json is optional here; it only pads the vocabulary */
         snprintf(path, sizeof path, "%s/config.json", dir);
-        FILE *f = fopen(path, "rb");
-        if (f) {
-            fclose(f);
-            if ((s = hf_config(&m->cfg, &bos, &eos, dir, err))) return s;
-        }
+        if (stat(path, &sb) == 0 && (s = hf_config(&m->cfg, &bos, &eos, dir, err))) return s;
         if ((s = tg_vocab_load_hf(&m->vocab, dir, m->cfg.n_vocab, err))) return s;
         m->cfg.n_vocab = m->vocab.n_tokens;
     } else {

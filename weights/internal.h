@@ -59,4 +59,12 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err);
 tg_status gpt2_check_finite(uint32_t type, const void *data, uint64_t n, const char *path,
                             const char *name, tg_err *err);
 
+/* The parsers behind tg_vocab_load_hf and the folder's config.json, on
+ * bytes in memory (dir and path only name them in errors; fuzzing). */
+tg_status hf_vocab_parse(tg_vocab *v, const char *vocab_json, size_t vocab_len, const char *merges,
+                         size_t merges_len, int n_min, const char *dir, tg_err *err);
+tg_status hf_config_parse(tg_gpt2_config *c, int *bos, int *eos, const char *json, size_t len, const char *path,
+                          tg_err *err);
+
+
 #endif

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "weights/file.h"
 #include "weights/gguf.h" /* f16/bf16 conversions */
 #include "weights/internal.h"
 
@@ -200,13 +201,9 @@ tg_status tg_st_parse(tg_st **out, const void *buf, size_t len, const char *name
 
 tg_status tg_st_open(tg_st **out, const char *path, tg_err *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tg_fail(err, TG_ERR_IO, "%s: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return tg_fail(err, TG_ERR_IO, "%s: not a regular file", path);
-    }
+    int fd = wt_open_regular(path, &sb, err);
+    if (fd < 0) return TG_ERR_IO;
     tg_st *st = calloc(1, sizeof *st);
     if (!st || !(st->name = strdup(path))) {
         free(st);

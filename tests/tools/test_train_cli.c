@@ -5,6 +5,7 @@
  * gridlines, validation points, the learning rate on a second axis). Runs
  * the built binary on a small generated text. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -295,4 +296,143 @@ Test(train_cli, loss_curve_svg_has_its_parts) {
     for (int i = 0; i < n; i++) top = ys[i] < top ? ys[i] : top;
     cr_expect(ys[0] > top + 1 && ys[n - 1] > top + 1, "lr: first %g peak %g last %g", ys[0], top, ys[n - 1]);
     cr_expect_eq(ys[3], top, "the peak is at the end of the 4 warmup steps");
+}
+
+/* ---- leftovers and consistency (#16 item 7) ---------------------------- */
+
+static int n_temporaries(const char *prefix) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^%s.*\\.tmp\\.' > %s/count.txt", dir, prefix, dir);
+    if (system(cmd) < 0) return -1;
+    char *c = slurp("count.txt", NULL);
+    int n = c ? atoi(c) : -1;
+    free(c);
+    return n;
+}
+
+static void touch(const char *name, time_t mtime) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    fputs("x", f);
+    fclose(f);
+    struct timespec t[2] = {{mtime, 0}, {mtime, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, p, t, 0), 0);
+}
+
+Test(train_cli, killed_write_leaves_temporaries_the_next_run_removes) {
+    /* the process SIGKILLs itself in its 5th output write (step 12's
+     * checkpoint): its temporaries are written but never renamed */
+    setenv("TINYGPT_TEST_FAULT", "kill:5", 1);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd %s && %s train -f text.txt -o k.gguf %s 2> err.txt", dir, TINYGPT_EXE, SMALL);
+    int st = system(cmd);
+    unsetenv("TINYGPT_TEST_FAULT");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL, "not killed: status %d", st);
+    cr_assert_geq(n_temporaries("k"), 2, "the killed run left no temporaries: the test tests nothing");
+    /* not ours to remove: another output's, a name not of our pattern, a
+     * temporary newer than the next run (a concurrent writer's) */
+    touch("other.gguf.tmp.ABCDEF", 1000000000);
+    touch("k.gguf.tmp.ABCDE", 1000000000);
+    touch("k.gguf.tmp.ABCDEFG", 1000000000);
+    touch("k.gguf.tmp.AB-DEF", 1000000000);
+    touch("k.gguf.tmp.ZZZZZZ", time(NULL) + 3600);
+    touch("k.gguf.tmp.OLD123", 1000000000); /* ours, stale */
+    cr_assert_eq(run("-f text.txt -o k.gguf --stop-at 1 " SMALL), 1);
+    char *err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "stale temporar") != NULL, "%s", err);
+    free(err);
+    cr_expect(!exists("k.gguf.tmp.OLD123"), "a stale temporary was kept");
+    cr_expect(exists("other.gguf.tmp.ABCDEF") && exists("k.gguf.tmp.ABCDE") && exists("k.gguf.tmp.ABCDEFG") &&
+              exists("k.gguf.tmp.AB-DEF") && exists("k.gguf.tmp.ZZZZZZ"), "a file that is not ours was removed");
+    cr_expect_eq(n_temporaries("k"), 4, "the killed run's temporaries were kept");
+}
+
+/* The step each output records: the checkpoint's header, the CSV's last
+ * row, the GGUF's tinygpt.train.step. */
+static void expect_steps(const char *stem, long want) {
+    char name[64];
+    size_t n;
+    snprintf(name, sizeof name, "%s.ckpt", stem);
+    char *ck = slurp(name, &n);
+    cr_assert(ck && n > 64, "%s missing", name);
+    int64_t step;
+    /* the header's step: magic 8, version 4, header_size 4, options 88,
+     * text_len 8, text_hash 8 bytes before it */
+    memcpy(&step, ck + 120, sizeof step);
+    free(ck);
+    cr_expect_eq(step, want, "%s holds step %lld, want %ld", name, (long long)step, want);
+    snprintf(name, sizeof name, "%s.csv", stem);
+    char *csv = slurp(name, &n);
+    cr_assert(csv && n > 2, "%s missing", name);
+    char *last = csv + n - 2;
+    while (last > csv && last[-1] != '\n') last--;
+    cr_expect_eq(atol(last), want, "%s ends at step %ld, want %ld", name, atol(last), want);
+    free(csv);
+    snprintf(name, sizeof name, "%s.gguf", stem);
+    char *g = slurp(name, &n);
+    cr_assert(g, "%s missing", name);
+    const char key[] = "tinygpt.train.step";
+    char *k = memmem(g, n, key, sizeof key - 1);
+    cr_assert(k, "%s records no step", name);
+    uint32_t type;
+    uint64_t v;
+    memcpy(&type, k + sizeof key - 1, 4);
+    memcpy(&v, k + sizeof key - 1 + 4, 8);
+    cr_expect(type == 10 && v == (uint64_t)want, "%s holds step %llu, want %ld", name, (unsigned long long)v, want);
+    free(g);
+}
+
+Test(train_cli, disk_full_at_a_checkpoint_keeps_the_outputs_together) {
+    /* SMALL checkpoints every 6 steps, three writes each (GGUF, checkpoint,
+     * CSV): a full disk at each of the second checkpoint's writes */
+    for (int w = 4; w <= 6; w++) {
+        char fault[32], stem[16], args[512];
+        snprintf(fault, sizeof fault, "enospc:%d", w);
+        snprintf(stem, sizeof stem, "full%d", w);
+        snprintf(args, sizeof args, "-f text.txt -o %s.gguf " SMALL, stem);
+        setenv("TINYGPT_TEST_FAULT", fault, 1);
+        expect_fail_n(args, 1, "checkpoint at step 12", 0);
+        unsetenv("TINYGPT_TEST_FAULT");
+        char *err = slurp("err.txt", NULL);
+        cr_expect(strstr(err, "No space left on device") && strstr(err, "still hold step 6"), "%s", err);
+        free(err);
+        expect_steps(stem, 6);
+        cr_expect_eq(n_temporaries(stem), 0, "a failed checkpoint left temporaries");
+    }
+    cr_assert_eq(run("-f text.txt -o ok.gguf " SMALL), 0);
+    expect_steps("ok", 24);
+}
+
+Test(train_cli, diverged_parameters_are_never_checkpointed) {
+    /* step 8's update makes a weight NaN while its loss is finite: the
+     * step-8 checkpoint must not be written, the step-4 one is kept */
+    setenv("TINYGPT_TRAIN_INJECT_NAN", "after:8", 1);
+    expect_fail_n("-f text.txt -o d.gguf --save-every 4 " SMALL, 1, "training diverged at step 8", 0);
+    unsetenv("TINYGPT_TRAIN_INJECT_NAN");
+    char *err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "(step 4)") != NULL, "%s", err);
+    free(err);
+    expect_steps("d", 4);
+    cr_expect_eq(run("-f text.txt -o d.gguf --resume d.ckpt --stop-at 5"), 1);
+    err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "resuming d.ckpt at step 4") != NULL, "%s", err);
+    free(err);
+
+    /* a real divergence: a learning rate of 10 with weight decay 10 */
+    expect_fail_n("-f text.txt -o h.gguf --lr 10 --weight-decay 10 --grad-clip 0 --warmup 0 --save-every 1 " SMALL,
+                  1, "last good checkpoint (step 1)", 0);
+    cr_expect_eq(run("-f text.txt -o h.gguf --resume h.ckpt --stop-at 2"), 1);
+    err = slurp("err.txt", NULL);
+    cr_expect(strstr(err, "resuming h.ckpt at step 1") != NULL, "the last good checkpoint is not: %s", err);
+    free(err);
+
+    /* a checkpoint holding a NaN parameter is refused on resume */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd %s && cp h.ckpt nan.ckpt && cp h.gguf nan.gguf && "
+             "printf '\\000\\000\\300\\177' | dd of=nan.ckpt bs=1 seek=$(($(od -An -tu4 -j12 -N4 h.ckpt))) "
+             "conv=notrunc 2>/dev/null", dir);
+    cr_assert_eq(system(cmd), 0);
+    expect_fail_n("-f text.txt -o nan.gguf --resume nan.ckpt", 1, "non-finite parameters", 0);
 }

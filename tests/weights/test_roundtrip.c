@@ -347,3 +347,23 @@ Test(roundtrip, q8_0_model) {
     free(dir);
     test_model_free(&t);
 }
+
+/* Ids may leave gaps (padded), but a tiny vocab.json must not make millions
+ * of padding tokens (fuzz_hf: 16 M from 100 bytes). */
+Test(hf, sparse_ids_are_bounded) {
+    char *dir = test_tmpdir();
+    tg_gpt2_model m;
+    tg_err err;
+    test_write(dir, "merges.txt", "", 0);
+    const char *vj = "{\"a\": 0, \"b\": 15682700}";
+    test_write(dir, "vocab.json", vj, strlen(vj));
+    cr_assert_eq(tg_gpt2_load(&m, dir, 1, &err), TG_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "more than 65536 missing"), "%s", err.msg);
+    vj = "{\"a\": 0, \"b\": 65537}"; /* 65536 missing: still padded */
+    test_write(dir, "vocab.json", vj, strlen(vj));
+    cr_assert_eq(tg_gpt2_load(&m, dir, 1, &err), TG_OK, "%s", err.msg);
+    cr_assert_eq(m.vocab.n_tokens, 65538);
+    tg_gpt2_free(&m);
+    test_rmdir(dir);
+    free(dir);
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Output paths are checked before any work, the same way by every command:
+an empty path is a usage error (exit 2), a missing or unwritable folder, a
+folder or a device as the output is exit 1 with one line and nothing done
+(no stdout, no file); and a full standard output (/dev/full) is exit 1 for
+every command, not a silent 0.
+
+usage: outputs_test.py TINYGPT
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+TG = sys.argv[1]
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+M1 = os.path.join(SRC, "weights", "shakespeare-1h.gguf")
+M4 = os.path.join(SRC, "weights", "shakespeare-4h.gguf")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def expect(args, code, needle, stdout=None):
+    what = " ".join(repr(a) if not a else a for a in args)
+    try:
+        r = subprocess.run([TG, *args], capture_output=stdout is None, stdout=stdout,
+                           stderr=subprocess.PIPE if stdout is not None else None, timeout=120)
+    except subprocess.TimeoutExpired:
+        check(False, f"{what}: timed out")
+        return
+    check(r.returncode == code, f"{what}: exit {r.returncode}, want {code} ({r.stderr!r})")
+    check(needle in r.stderr, f"{what}: stderr {r.stderr!r} lacks {needle!r}")
+    check(r.stderr.count(b"\n") == 1 and r.stderr.startswith(b"tinygpt "), f"{what}: not one line: {r.stderr!r}")
+    if stdout is None:
+        check(r.stdout == b"", f"{what}: work was done before the output was checked: {r.stdout[:200]!r}")
+
+
+with tempfile.TemporaryDirectory() as d:
+    text = os.path.join(d, "text.txt")
+    with open(text, "w") as f:
+        f.write("ROMEO: But soft, what light through yonder window breaks? It is the east.\n" * 30)
+    regular = os.path.join(d, "file")
+    open(regular, "w").close()
+    missing = os.path.join(d, "no", "such")
+    # a non-regular output (never /dev/null: a regression would replace it)
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    EMPTY = b"the output path is empty"
+    NODIR = b"No such file or directory"
+    init = ["init", "--layers", "1", "--heads", "1", "--embd", "8", "--ctx", "8", "--byte-vocab"]
+
+    # compare --svg "" wrote /A.svg and /B.svg; a bad --svg DIR was found
+    # only after the whole comparison
+    root_before = {p: os.path.exists(p) for p in ("/A.svg", "/B.svg")}
+    expect(["compare", M1, M4, "-f", text, "--svg", ""], 2, b"--svg: the folder name is empty")
+    check(all(os.path.exists(p) == e for p, e in root_before.items()), "compare --svg '' wrote into /")
+    expect(["compare", M1, M4, "-f", text, "--svg", missing], 1, missing.encode() + b"/A.svg: cannot write")
+    expect(["compare", M1, M4, "-f", text, "--svg", regular], 1, b"Not a directory")
+
+    # train -o "": passed the check, trained, failed at the first checkpoint
+    t0 = time.time()
+    expect(["train", "-f", text, "-o", "", "--steps", "100000"], 2, b"-o: " + EMPTY)
+    check(time.time() - t0 < 10, "train -o '' trained before failing")
+    expect(["train", "-f", text, "-o", missing + ".gguf"], 1, NODIR)
+    expect(["train", "-f", text, "-o", d], 1, b"is a directory")
+
+    # convert, init, profile --trace, attention --svg: all the work, then the failure
+    for args, flag in [(["convert", M4, "-o"], b"-o"), (init + ["-o"], b"-o"),
+                       (["profile", "-m", M4, "-n", "4", "--no-roofline", "--trace"], b"--trace"),
+                       (["attention", "-m", M4, "--svg"], b"--svg")]:
+        expect(args + [""], 2, flag + b": " + EMPTY)
+        expect(args + [os.path.join(missing, "out")], 1, flag + b": " + missing.encode())
+        expect(args + [d], 1, b"is a directory")
+        expect(args + [fifo], 1, fifo.encode() + b": exists and is not a regular file")
+    check(sorted(os.listdir(d)) == ["fifo", "file", "text.txt"], f"left behind: {os.listdir(d)}")
+
+    # a stale temporary of the output (a killed run's) goes, others stay
+    out = os.path.join(d, "m.gguf")
+    for name, mtime in [("m.gguf.tmp.Ab12Cd", 1e9), ("m.gguf.tmp.Ab12C", 1e9), ("n.gguf.tmp.Ab12Cd", 1e9),
+                        ("m.gguf.tmp.Zz99Zz", time.time() + 3600)]:
+        p = os.path.join(d, name)
+        open(p, "w").close()
+        os.utime(p, (mtime, mtime))
+    r = subprocess.run([TG, *init, "-o", out], capture_output=True)
+    check(r.returncode == 0 and b"removed 1 stale temporary of" in r.stderr, f"init: {r.returncode} {r.stderr!r}")
+    left = sorted(n for n in os.listdir(d) if ".tmp." in n)
+    check(left == ["m.gguf.tmp.Ab12C", "m.gguf.tmp.Zz99Zz", "n.gguf.tmp.Ab12Cd"], f"temporaries left: {left}")
+
+    # a full standard output is an error for every command (some say so
+    # themselves, the rest main does): exit 1, the last line of stderr says so
+    with open("/dev/full", "wb") as full:
+        for args in [["--help"], ["--version"], ["inspect", M4], ["inspect", "--json", M4],
+                     ["tokenize", "-p", "Hello world"], ["eval", "-m", M4, "-f", text, "--json"],
+                     ["attention", "-m", M4, "--layer", "0"], ["convert", "--help"],
+                     ["generate", "-m", M4, "-p", "ROMEO:", "-n", "4", "--seed", "1"]]:
+            r = subprocess.run([TG, *args], stdout=full, stderr=subprocess.PIPE, timeout=120)
+            last = r.stderr.rstrip(b"\n").split(b"\n")[-1]
+            check(r.returncode == 1 and last.startswith(b"tinygpt") and b"output" in last,
+                  f"{' '.join(args)} > /dev/full: exit {r.returncode}, stderr {r.stderr!r}")
+
+if failures:
+    print(f"{failures} failure(s)")
+    sys.exit(1)
+print("ok")

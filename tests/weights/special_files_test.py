@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""Model paths that are not regular files, from the outside: a FIFO (as a
+GGUF, as a member of a Hugging Face folder, as a tokenizer source, as a
+training checkpoint) must be refused at once with a one-line error, never
+waited on; /dev/zero must be refused, not read without end; a folder that
+is no Hugging Face folder must say so. Every run has a timeout, so a
+regression fails here instead of hanging the suite.
+
+usage: special_files_test.py TINYGPT
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TG = sys.argv[1]
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MODEL = os.path.join(SRC, "weights", "shakespeare-4h.gguf")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def expect(args, code, needle):
+    what = " ".join(args)
+    try:
+        r = subprocess.run([TG, *args], capture_output=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        check(False, f"{what}: still running after 20 s (blocked on a FIFO, or reading without end)")
+        return
+    check(r.returncode == code, f"{what}: exit {r.returncode}, want {code} ({r.stderr!r})")
+    check(needle in r.stderr, f"{what}: stderr {r.stderr!r} lacks {needle!r}")
+    check(r.stderr.count(b"\n") == 1 and r.stderr.startswith(b"tinygpt "), f"{what}: not one line: {r.stderr!r}")
+
+
+with tempfile.TemporaryDirectory() as d:
+    fifo = os.path.join(d, "model.gguf")
+    os.mkfifo(fifo)
+    text = os.path.join(d, "text.txt")
+    with open(text, "w") as f:
+        f.write("ROMEO: But soft, what light through yonder window breaks? " * 20)
+    out = os.path.join(d, "out.gguf")
+    FIFO = b"is a FIFO, not a regular file"
+    expect(["generate", "-m", fifo, "-p", "hi", "-n", "1"], 1, FIFO)
+    expect(["eval", "-m", fifo, "-f", text], 1, FIFO)
+    expect(["inspect", fifo], 1, FIFO)
+    expect(["convert", fifo, "-o", out], 1, FIFO)
+    expect(["init", "--layers", "1", "--heads", "1", "--embd", "8", "--ctx", "8",
+            "--vocab-from", fifo, "-o", out], 1, FIFO)
+    expect(["train", "-f", text, "-o", out, "--tokenizer-from", fifo, "--steps", "1"], 1, FIFO)
+    expect(["train", "-f", text, "-o", out, "--resume", fifo], 1, FIFO)
+    check(not os.path.exists(out), "a refused run left an output")
+
+    # a device: refused, not read
+    expect(["generate", "-m", "/dev/zero", "-p", "hi", "-n", "1"], 1, b"is a character device, not a regular file")
+    expect(["inspect", "/dev/zero"], 1, b"not a regular file")
+    expect(["train", "-f", text, "-o", out, "--resume", "/dev/zero"], 1, b"is a character device")
+
+    # a folder that is no Hugging Face folder
+    empty = os.path.join(d, "empty")
+    os.mkdir(empty)
+    expect(["generate", "-m", empty, "-p", "hi", "-n", "1"], 1, b"a folder without vocab.json: not a model")
+
+    # Hugging Face folders with one member a FIFO: each file in turn
+    for member in ["vocab.json", "config.json", "merges.txt", "model.safetensors"]:
+        hf = os.path.join(d, "hf-" + member)
+        os.mkdir(hf)
+        for name in ["vocab.json", "config.json", "merges.txt", "model.safetensors"]:
+            p = os.path.join(hf, name)
+            if name == member:
+                os.mkfifo(p)
+            else:
+                with open(p, "w") as f:
+                    f.write({"vocab.json": '{"a": 0, "b": 1}', "config.json":
+                             '{"n_layer": 1, "n_head": 1, "n_embd": 4, "n_positions": 8, "vocab_size": 2}',
+                             "merges.txt": "#version: 0.2\na b\n", "model.safetensors": ""}[name])
+        want = (member + ": is a FIFO").encode()
+        if member in ("config.json", "model.safetensors"):  # (the others are read after the empty weights)
+            expect(["generate", "-m", hf, "-p", "a", "-n", "1"], 1, want)
+        if member != "model.safetensors":
+            expect(["init", "--layers", "1", "--heads", "1", "--embd", "8", "--ctx", "8",
+                    "--vocab-from", hf, "-o", out], 1, want)
+
+if failures:
+    print(f"{failures} failure(s)")
+    sys.exit(1)
+print("ok")
