@@ -74,53 +74,13 @@ int tg_ggml_type_to_f32_ok(uint32_t t) {
 
 /* ---- scalar conversions ---------------------------------------------------- */
 
-static uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 static float bits_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
-float tg_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13)); /* inf / nan */
-    if (exp == 0) {                                                      /* zero / subnormal */
-        float v = (float)man * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-uint16_t tg_f32_to_f16(float f) {
-    uint32_t u = f32_bits(f), sign = (u >> 16) & 0x8000;
-    uint32_t a = u & 0x7fffffffu;
-    if (a >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000u ? 0x200 : 0));
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
-    if (a < 0x38800000u) {                                  /* below 2^-14: subnormal half */
-        /* value / 2^-24, rounded to nearest even, via float arithmetic that is exact */
-        float v = bits_f32(a) * 0x1p24f;
-        float r = rintf(v); /* default rounding mode: nearest even */
-        return (uint16_t)(sign | (uint32_t)r);
-    }
-    uint32_t man = a & 0x7fffff, exp = (a >> 23) - 112;
-    uint32_t h = (exp << 10) | (man >> 13);
-    uint32_t rest = man & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++; /* may carry into exp: fine */
-    return (uint16_t)(sign | h);
-}
-
-float tg_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
-
-uint16_t tg_f32_to_bf16(float f) {
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
+/* tg_f16_to_f32, tg_f32_to_f16, tg_bf16_to_f32, tg_f32_to_bf16: engine/weight.c */
 
 /* ---- the cursor ------------------------------------------------------------ */
 

@@ -170,4 +170,14 @@ static void matmul_neon(float *y, const float *x, const float *w, const float *b
     }
 }
 
-void tg_kernels_init_matmul_neon(tg_kernels *k) { k->matmul = matmul_neon; }
+/* the f32 column of the typed table (ldw == 4·IN) */
+static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
+                         int T, int in, int out, int o0, int o1) {
+    (void)ldw;
+    matmul_neon(y, x, w, b, T, in, out, o0, o1);
+}
+
+void tg_kernels_init_matmul_neon(tg_kernels *k) {
+    k->matmul = matmul_neon;
+    k->matmul_w[TG_WTYPE_F32] = matmul_f32_w;
+}
