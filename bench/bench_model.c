@@ -79,7 +79,7 @@ static int make_model(bench_model *b, int L, int H, int E, int C, int V) {
     float scale = 1.0f / sqrtf((float)E);
     for (size_t i = 0; i < n; i++) p[i] = scale * frand();
     tg_gpt2_weights *w = &b->m.w;
-    w->wte = p, p += (size_t)V * Ez;
+    w->wte = tg_weight_f32(p, V, E), p += (size_t)V * Ez;
     w->wpe = p, p += (size_t)C * Ez;
     for (int l = 0; l < L; l++) {
         tg_gpt2_layer *y = &layers[l];
@@ -87,13 +87,13 @@ static int make_model(bench_model *b, int L, int H, int E, int C, int V) {
         y->ln1_b = p, p += Ez;
         y->ln2_w = p, p += Ez;
         y->ln2_b = p, p += Ez;
-        y->qkv_w = p, p += 3 * Ez * Ez;
+        y->qkv_w = tg_weight_f32(p, 3 * E, E), p += 3 * Ez * Ez;
         y->qkv_b = p, p += 3 * Ez;
-        y->proj_w = p, p += Ez * Ez;
+        y->proj_w = tg_weight_f32(p, E, E), p += Ez * Ez;
         y->proj_b = p, p += Ez;
-        y->up_w = p, p += F * Ez;
+        y->up_w = tg_weight_f32(p, 4 * E, E), p += F * Ez;
         y->up_b = p, p += F;
-        y->down_w = p, p += Ez * F;
+        y->down_w = tg_weight_f32(p, E, 4 * E), p += Ez * F;
         y->down_b = p, p += Ez;
     }
     w->layers = layers;
@@ -235,13 +235,14 @@ static double blas_prefill_time(const bench_model *b, int T, int threads, int re
             const struct {
                 const float *w;
                 int in, out;
-            } mm[4] = {{w->qkv_w, E, 3 * E}, {w->proj_w, E, E}, {w->up_w, E, F}, {w->down_w, F, E}};
+            } mm[4] = {{w->qkv_w.data, E, 3 * E}, {w->proj_w.data, E, E}, {w->up_w.data, E, F},
+                       {w->down_w.data, F, E}};
             for (int k = 0; k < 4; k++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, mm[k].out, mm[k].in, 1.0f,
                             x, mm[k].in, mm[k].w, mm[k].in, 0.0f, y, mm[k].out);
         }
         float *logits = malloc((size_t)V * sizeof(float));
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, V, E, 1.0f, b->m.w.lm_head, E, x, 1, 0.0f,
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, V, E, 1.0f, b->m.w.lm_head.data, E, x, 1, 0.0f,
                     logits, 1);
         double t = now() - t0, ct = cpu_now() - c0;
         free(logits);

@@ -1,4 +1,4 @@
-/* cmd_convert.c — `tinygpt convert PATH -o OUT.gguf [--dtype f32|f16]`:
+/* cmd_convert.c — `tinygpt convert PATH -o OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_0]`:
  * a Hugging Face GPT-2 folder (or any model tinygpt loads) to GGUF. */
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "weights/gpt2.h"
 
 static const char *usage_text =
-    "usage: tinygpt convert DIR -o OUT.gguf [--dtype f32|f16]\n"
+    "usage: tinygpt convert DIR -o OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_0]\n"
     "  DIR   a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
     "        vocab.json, merges.txt) or a GGUF file to re-encode\n";
 
@@ -25,9 +25,8 @@ int cmd_convert(int argc, char **argv) {
     if (parsed != CLI_RUN) return parsed;
     if (!in || !out) return cli_usage("convert", "an input and -o OUT.gguf are required (see tinygpt convert --help)");
     tg_dtype dtype;
-    if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;
-    else if (!strcmp(dtype_s, "f16")) dtype = TG_DTYPE_F16;
-    else return cli_usage("convert", "--dtype must be f32 or f16, not '%s'", dtype_s);
+    if (tg_dtype_parse(dtype_s, &dtype))
+        return cli_usage("convert", "--dtype must be f32, f16, bf16, q8_0 or q4_0, not '%s'", dtype_s);
 
     tg_err err = {{0}};
     tg_gpt2_model m;

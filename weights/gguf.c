@@ -69,7 +69,8 @@ const char *tg_ggml_type_name(uint32_t t) { return t < N_GGML_TYPES ? ggml_types
 int tg_ggml_blck_size(uint32_t t) { return tg_ggml_type_name(t) ? ggml_types[t].blck : 0; }
 size_t tg_ggml_type_size(uint32_t t) { return tg_ggml_type_name(t) ? ggml_types[t].size : 0; }
 int tg_ggml_type_to_f32_ok(uint32_t t) {
-    return t == TG_GGML_F32 || t == TG_GGML_F16 || t == TG_GGML_BF16 || t == TG_GGML_Q8_0;
+    return t == TG_GGML_F32 || t == TG_GGML_F16 || t == TG_GGML_BF16 || t == TG_GGML_Q8_0 ||
+           t == TG_GGML_Q4_0;
 }
 
 /* ---- scalar conversions ---------------------------------------------------- */
@@ -720,8 +721,18 @@ tg_status tg_gguf_tensor_to_f32(const tg_gguf_tensor *t, float *out, tg_err *err
             for (int j = 0; j < TG_Q8_0_BLOCK; j++) out[b * TG_Q8_0_BLOCK + j] = d * (float)(int8_t)blk[2 + j];
         }
         return TG_OK;
+    case TG_GGML_Q4_0: /* d, then element j (< 16) in the low nibble of byte j, j + 16 in its high one */
+        for (uint64_t b = 0; b < n / 32; b++) {
+            const uint8_t *blk = p + b * 18;
+            float d = tg_f16_to_f32(rd16(blk));
+            for (int j = 0; j < 16; j++) {
+                out[b * 32 + j] = d * (float)((blk[2 + j] & 15) - 8);
+                out[b * 32 + j + 16] = d * (float)((blk[2 + j] >> 4) - 8);
+            }
+        }
+        return TG_OK;
     default:
-        return tg_fail(err, TG_ERR_UNSUPPORTED, "tensor '%s': type %s cannot be loaded (F32, F16, BF16, Q8_0 only)",
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "tensor '%s': type %s cannot be loaded (F32, F16, BF16, Q8_0, Q4_0 only)",
                        t->name, tg_ggml_type_name(t->type) ? tg_ggml_type_name(t->type) : "?");
     }
 }
