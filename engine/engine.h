@@ -35,6 +35,22 @@ tg_status tg_isa_parse(const char *name, tg_isa *out);
 /* Is this ISA usable on this CPU *and* OS (cpuid + XGETBV, or AT_HWCAP)?
  * Detection runs once (pthread_once); the answer never changes. */
 int tg_isa_supported(tg_isa isa);
+/* Optional instructions within an ISA level, detected once (cpuid leaf 7 +
+ * XGETBV; AT_HWCAP on aarch64): kernels that use them are installed in the
+ * table only where they are present. */
+typedef enum tg_cpu_feature {
+    TG_CPU_F16C,          /* x86 half <-> float conversions */
+    TG_CPU_AVX_VNNI,      /* VEX vpdpbusd on ymm */
+    TG_CPU_AVX512_VNNI,   /* EVEX vpdpbusd */
+    TG_CPU_AVX512_BF16,   /* vdpbf16ps, vcvtne2ps2bf16 */
+    TG_CPU_AVX512_FP16,   /* half-precision arithmetic */
+    TG_CPU_NEON_DOTPROD,  /* aarch64 sdot/udot */
+    TG_CPU_NEON_FP16,     /* aarch64 half-precision arithmetic */
+    TG_CPU_FEATURE_COUNT
+} tg_cpu_feature;
+int tg_cpu_has(tg_cpu_feature f); /* 0 also when named in $TINYGPT_CPU_MASK */
+const char *tg_cpu_feature_name(tg_cpu_feature f);
+
 /* The best supported ISA. */
 tg_isa tg_isa_best(void);
 /* The ISA to use: `name` if non-NULL, else $TINYGPT_ISA if set, else best.
