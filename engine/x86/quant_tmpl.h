@@ -17,7 +17,7 @@
  *          sequential stream.
  *   T == 1, F16/BF16   the weights widened to f32 in registers (F16C
  *          vcvtph2ps; bfloat16 by a 16-bit shift), four FMA chains.
- *   T > 1  every type: TG_ROW_BLOCK rows of W at a time decoded to f32 (and
+ *   T > 1  every type: ~2 MB of W's rows at a time decoded to f32 (and
  *          for Q8_0/Q4_0 X's blocks decoded too, exactly) and handed to the
  *          ISA's f32 matmul, whose every output is independent of the rows
  *          around it. (An int8 GEMM on vpdpbusd is the next step: this one
@@ -140,10 +140,14 @@ static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, siz
             tg_dequantize_row(TG_WTYPE_Q8_0, xd + (size_t)r * in, (const char *)x + rb * r, in);
         xf = xd;
     }
-    float *wd = malloc(sizeof(float) * TG_ROW_BLOCK * (size_t)in);
+    /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
+     * per chunk, so chunks must not be small */
+    int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
+    rows = rows < TG_ROW_BLOCK ? TG_ROW_BLOCK : rows;
+    float *wd = malloc(sizeof(float) * (size_t)rows * (size_t)in);
     if (!wd) abort();
-    for (int oc = o0; oc < o1; oc += TG_ROW_BLOCK) {
-        int nr = o1 - oc < TG_ROW_BLOCK ? o1 - oc : TG_ROW_BLOCK;
+    for (int oc = o0; oc < o1; oc += rows) {
+        int nr = o1 - oc < rows ? o1 - oc : rows;
         decode_rows(t, wd, w, ldw, in, oc, oc + nr);
         MATMUL_F32(y + oc, xf, wd, b ? b + oc : NULL, T, in, out, 0, nr);
     }
