@@ -579,14 +579,23 @@ static uint32_t file_type(tg_dtype d) {
 
 tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
                           const tg_vocab *vocab, tg_dtype dtype, tg_err *err) {
+    return tg_gpt2_to_gguf_ex(gw, cfg, w, vocab, dtype, dtype, err);
+}
+
+tg_status tg_gpt2_to_gguf_ex(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
+                             const tg_vocab *vocab, tg_dtype dtype, tg_dtype out_dtype, tg_err *err) {
     tg_status s;
+    if (out_dtype != TG_DTYPE_F32 && out_dtype != TG_DTYPE_F16 && out_dtype != TG_DTYPE_BF16 &&
+        out_dtype != TG_DTYPE_Q8_0 && out_dtype != TG_DTYPE_Q4_0)
+        return tg_fail(err, TG_ERR_ARG, "gpt2 writer: unknown output dtype %d", (int)out_dtype);
     if (dtype != TG_DTYPE_F32 && dtype != TG_DTYPE_F16 && dtype != TG_DTYPE_BF16 && dtype != TG_DTYPE_Q8_0 &&
         dtype != TG_DTYPE_Q4_0)
         return tg_fail(err, TG_ERR_ARG, "gpt2 writer: unknown dtype %d", (int)dtype);
     int block = dtype == TG_DTYPE_Q8_0 || dtype == TG_DTYPE_Q4_0;
-    if (w && block && (cfg->n_embd % 32 || cfg->n_ff % 32))
+    int out_block = out_dtype == TG_DTYPE_Q8_0 || out_dtype == TG_DTYPE_Q4_0;
+    if (w && (block || out_block) && (cfg->n_embd % 32 || cfg->n_ff % 32))
         return tg_fail(err, TG_ERR_ARG, "gpt2 writer: %s needs the width (%d) and feed-forward length (%d) to be multiples of 32",
-                       tg_ggml_type_name(dtype), cfg->n_embd, cfg->n_ff);
+                       tg_ggml_type_name(block ? dtype : out_dtype), cfg->n_embd, cfg->n_ff);
     if (w && (s = tg_gpt2_config_check(cfg, "gpt2 writer", err))) return s;
     if (vocab && vocab->n_tokens) {
         if (w && vocab->n_tokens != cfg->n_vocab)
@@ -633,6 +642,7 @@ tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const t
             continue;
         }
         tg_weight v = *sl->wdst;
+        tg_dtype dt = i == n - 1 ? out_dtype : dtype;
         if (i == n - 1 && (w->tied || !v.data)) v = w->wte; /* llama.cpp wants output.weight */
         if (!v.data) {
             s = tg_fail(err, TG_ERR_ARG, "gpt2 writer: tensor '%s' is NULL", sl->name);
@@ -645,9 +655,9 @@ tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const t
             break;
         }
         if (v.type == TG_WTYPE_F32)
-            s = tg_gguf_add_tensor_f32(gw, sl->name, 2, ne, v.data, (uint32_t)dtype, err);
-        else if (wtype_of((uint32_t)dtype) == v.type)
-            s = tg_gguf_add_tensor_raw(gw, sl->name, 2, ne, (uint32_t)dtype, v.data, err);
+            s = tg_gguf_add_tensor_f32(gw, sl->name, 2, ne, v.data, (uint32_t)dt, err);
+        else if (wtype_of((uint32_t)dt) == v.type)
+            s = tg_gguf_add_tensor_raw(gw, sl->name, 2, ne, (uint32_t)dt, v.data, err);
         else { /* another type: decoded to f32 (exact), then encoded */
             float *f = malloc(sizeof(float) * (size_t)v.rows * (size_t)v.cols);
             if (!f) {
@@ -657,7 +667,7 @@ tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const t
             for (int r = 0; r < v.rows; r++)
                 tg_dequantize_row(v.type, f + (size_t)r * v.cols, (const char *)v.data + (size_t)r * v.row_bytes,
                                   v.cols);
-            s = tg_gguf_add_tensor_f32_owned(gw, sl->name, 2, ne, f, (uint32_t)dtype, err);
+            s = tg_gguf_add_tensor_f32_owned(gw, sl->name, 2, ne, f, (uint32_t)dt, err);
         }
     }
     free(slots);

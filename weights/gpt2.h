@@ -127,6 +127,13 @@ tg_status tg_gpt2_to_gguf(struct tg_gguf_writer *gw, const tg_gpt2_config *cfg,
                           const tg_gpt2_weights *w, const tg_vocab *vocab, tg_dtype dtype,
                           tg_err *err);
 
+/* tg_gpt2_to_gguf with output.weight in its own type (e.g. f32 or q8_0 while
+ * the other matrices are q4_0). A tied model then keeps the key but loads
+ * untied when the bytes differ from token_embd's. */
+tg_status tg_gpt2_to_gguf_ex(struct tg_gguf_writer *gw, const tg_gpt2_config *cfg,
+                             const tg_gpt2_weights *w, const tg_vocab *vocab, tg_dtype dtype,
+                             tg_dtype out_dtype, tg_err *err);
+
 /* Frees a vocabulary's strings and arrays (not the struct), leaving it empty. */
 void tg_vocab_free(tg_vocab *v);
 /* A byte-level vocabulary: the 256 GPT-2 byte tokens (ids = byte values in
