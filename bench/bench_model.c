@@ -122,24 +122,8 @@ static void free_model(bench_model *b) {
 static int small_pages; /* --small-pages: keep the malloc'd model (4 KB pages) */
 static tg_dtype bench_dtype = TG_DTYPE_F32; /* --dtype: the weight type written and loaded */
 
-/* Bytes the matrices of a decode step really read (their types), minus what
- * model/opcount.h counts for them (f32): the correction to its weight bytes. */
-static double typed_bytes_delta(const tg_gpt2_model *m) {
-    const tg_gpt2_weights *w = &m->w;
-    double real = 0, f32 = 0;
-    const tg_weight *mats[1 + 4 * 4096];
-    int n = 0;
-    mats[n++] = &w->lm_head;
-    for (int l = 0; l < m->cfg.n_layer && l < 4096; l++) {
-        const tg_gpt2_layer *y = &w->layers[l];
-        mats[n++] = &y->qkv_w, mats[n++] = &y->proj_w, mats[n++] = &y->up_w, mats[n++] = &y->down_w;
-    }
-    for (int i = 0; i < n; i++) {
-        real += (double)mats[i]->rows * (double)mats[i]->row_bytes;
-        f32 += 4.0 * mats[i]->rows * mats[i]->cols;
-    }
-    return real - f32;
-}
+/* what the matrices' real types add to opcount's f32 weight bytes */
+static double typed_bytes_delta(const tg_gpt2_model *m) { return tg_opcost_typed_delta(&m->cfg, &m->w); }
 
 static int reload_via_gguf(bench_model *b) {
     if (small_pages) return 0;

@@ -157,6 +157,7 @@ void tg_gpt_free(tg_gpt *g) {
 }
 
 const tg_gpt2_config *tg_gpt_config(const tg_gpt *g) { return &g->cfg; }
+const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g) { return &g->w; }
 const tg_engine *tg_gpt_engine(const tg_gpt *g) { return &g->eng; }
 tg_pool *tg_gpt_pool(tg_gpt *g) { return g->pool; }
 int tg_gpt_n_ctx(const tg_gpt *g) { return g->n_ctx; }
