@@ -7,7 +7,7 @@
 #include "weights/gpt2.h"
 
 static const char *usage_text =
-    "usage: tinygpt convert DIR -o OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_0]\n"
+    "usage: tinygpt convert DIR -o OUT.gguf [--dtype f32|f16]\n"
     "  DIR   a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
     "        vocab.json, merges.txt) or a GGUF file to re-encode\n";
 

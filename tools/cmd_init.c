@@ -14,7 +14,7 @@
 
 static const char *usage_text =
     "usage: tinygpt init --layers L --heads H --embd E --ctx C (--vocab-from PATH | --byte-vocab)\n"
-    "                    [--seed S] [--dtype f32|f16|bf16|q8_0|q4_0] -o OUT.gguf\n"
+    "                    [--seed S] [--dtype f32|f16] -o OUT.gguf\n"
     "  --vocab-from PATH  take the tokenizer of a GGUF or Hugging Face folder\n"
     "  --byte-vocab       256 byte tokens + <|endoftext|> (V = 257)\n"
     "  --seed S           random seed (default 1)\n";
