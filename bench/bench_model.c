@@ -79,7 +79,7 @@ static int make_model(bench_model *b, int L, int H, int E, int C, int V) {
     float scale = 1.0f / sqrtf((float)E);
     for (size_t i = 0; i < n; i++) p[i] = scale * frand();
     tg_gpt2_weights *w = &b->m.w;
-    w->wte = p, p += (size_t)V * Ez;
+    w->wte = tg_weight_f32(p, V, E), p += (size_t)V * Ez;
     w->wpe = p, p += (size_t)C * Ez;
     for (int l = 0; l < L; l++) {
         tg_gpt2_layer *y = &layers[l];
@@ -87,13 +87,13 @@ static int make_model(bench_model *b, int L, int H, int E, int C, int V) {
         y->ln1_b = p, p += Ez;
         y->ln2_w = p, p += Ez;
         y->ln2_b = p, p += Ez;
-        y->qkv_w = p, p += 3 * Ez * Ez;
+        y->qkv_w = tg_weight_f32(p, 3 * E, E), p += 3 * Ez * Ez;
         y->qkv_b = p, p += 3 * Ez;
-        y->proj_w = p, p += Ez * Ez;
+        y->proj_w = tg_weight_f32(p, E, E), p += Ez * Ez;
         y->proj_b = p, p += Ez;
-        y->up_w = p, p += F * Ez;
+        y->up_w = tg_weight_f32(p, 4 * E, E), p += F * Ez;
         y->up_b = p, p += F;
-        y->down_w = p, p += Ez * F;
+        y->down_w = tg_weight_f32(p, E, 4 * E), p += Ez * F;
         y->down_b = p, p += Ez;
     }
     w->layers = layers;
@@ -120,6 +120,10 @@ static void free_model(bench_model *b) {
  * file pages come in large folios here (FileHugePages), which stream from
  * DRAM ~25% faster than the 4 KB anonymous pages of a malloc'd model. */
 static int small_pages; /* --small-pages: keep the malloc'd model (4 KB pages) */
+static tg_dtype bench_dtype = TG_DTYPE_F32; /* --dtype: the weight type written and loaded */
+
+/* what the matrices' real types add to opcount's f32 weight bytes */
+static double typed_bytes_delta(const tg_gpt2_model *m) { return tg_opcost_typed_delta(&m->cfg, &m->w); }
 
 static int reload_via_gguf(bench_model *b) {
     if (small_pages) return 0;
@@ -134,7 +138,7 @@ static int reload_via_gguf(bench_model *b) {
     close(fd);
     tg_err err;
     tg_gpt2_model m = {0};
-    if (tg_gpt2_save(path, &b->m.cfg, &b->m.w, NULL, TG_DTYPE_F32, &err) ||
+    if (tg_gpt2_save(path, &b->m.cfg, &b->m.w, NULL, bench_dtype, &err) ||
         tg_gpt2_load(&m, path, 0, &err)) {
         fprintf(stderr, "bench_model: %s\n", err.msg);
         unlink(path);
@@ -235,13 +239,14 @@ static double blas_prefill_time(const bench_model *b, int T, int threads, int re
             const struct {
                 const float *w;
                 int in, out;
-            } mm[4] = {{w->qkv_w, E, 3 * E}, {w->proj_w, E, E}, {w->up_w, E, F}, {w->down_w, F, E}};
+            } mm[4] = {{w->qkv_w.data, E, 3 * E}, {w->proj_w.data, E, E}, {w->up_w.data, E, F},
+                       {w->down_w.data, F, E}};
             for (int k = 0; k < 4; k++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, mm[k].out, mm[k].in, 1.0f,
                             x, mm[k].in, mm[k].w, mm[k].in, 0.0f, y, mm[k].out);
         }
         float *logits = malloc((size_t)V * sizeof(float));
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, V, E, 1.0f, b->m.w.lm_head, E, x, 1, 0.0f,
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, V, E, 1.0f, b->m.w.lm_head.data, E, x, 1, 0.0f,
                     logits, 1);
         double t = now() - t0, ct = cpu_now() - c0;
         free(logits);
@@ -317,7 +322,7 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
         tg_err err;
         /* bytes of one decode step at the mean position of the timed run */
         tg_opcost k = tg_opcost_forward(c, 1, n_prompt + steps / 2, 1);
-        double bytes = k.weight_bytes + k.kv_bytes;
+        double bytes = k.weight_bytes + typed_bytes_delta(&b->m) + k.kv_bytes;
         decode_vs_dram d = {0};
         if (decode_interleaved(g, th, n_prompt, steps, &d, &err)) {
             fprintf(stderr, "bench_model: %s\n", err.msg);
@@ -350,6 +355,14 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
                th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), T, best, T / best,
                f.flops / best * 1e-9);
 #ifdef TG_HAVE_OPENBLAS
+        if (b->m.w.layers[0].up_w.type != TG_WTYPE_F32) { /* sgemm needs f32 weights */
+            printf(" | by CPU time %.3f s\n", best_cpu);
+            fflush(stdout);
+            free(tok);
+            free(logits);
+            tg_gpt_free(g);
+            continue;
+        }
         double blas_cpu, blas = blas_prefill_time(b, T, th, quick ? 2 : 4, &blas_cpu);
         printf(" | OpenBLAS sgemm (same matmuls) %.3f s | ratio %.2f (target 0.8)", blas,
                blas / best);
@@ -372,7 +385,7 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
 static void bench_tiny(const int *threads, int n_threads, const char *isa, int quick) {
     bench_model b;
     if (make_model(&b, 4, 4, 128, 256, 512) || reload_via_gguf(&b)) exit(1);
-    printf("## tiny: L4 H4 E128 C256 V512, f32\n");
+    printf("## tiny: L4 H4 E128 C256 V512, %s\n", tg_wtype_name(b.m.w.layers[0].up_w.type));
     double first = 0;
     for (int ti = 0; ti < n_threads; ti++) {
         int th = threads[ti];
@@ -396,6 +409,7 @@ static void bench_tiny(const int *threads, int n_threads, const char *isa, int q
 
 int main(int argc, char **argv) {
     int quick = 0, threads[8] = {1, 2}, n_threads = 2;
+    const char *dtypes = "f32";
     const char *only = NULL, *isa = NULL, *model_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -403,6 +417,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtypes = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             n_threads = 0;
             for (char *s = argv[++i]; *s && n_threads < 8;) {
@@ -411,7 +426,7 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2 | --model FILE] "
-                            "[-t 1,2] [--isa ISA] [--small-pages]\n");
+                            "[-t 1,2] [--isa ISA] [--small-pages] [--dtype f32,q8_0,...]\n");
             return 2;
         }
     }
@@ -421,7 +436,30 @@ int main(int argc, char **argv) {
             return 2;
         }
     printf("# bench_model: medians of repeated runs (best also shown); ceilings measured in this run\n");
-    if (!model_path && (!only || !strcmp(only, "tiny"))) bench_tiny(threads, n_threads, isa, quick);
+    /* --dtype a,b,...: the built-in models once per weight type, in order */
+    char dlist[128];
+    snprintf(dlist, sizeof dlist, "%s", dtypes);
+    for (char *save = NULL, *d = strtok_r(dlist, ",", &save); d && !model_path;
+         d = strtok_r(NULL, ",", &save)) {
+        if (tg_dtype_parse(d, &bench_dtype)) {
+            fprintf(stderr, "bench_model: --dtype: '%s' is not f32, f16, bf16, q8_0 or q4_0\n", d);
+            return 2;
+        }
+        if (!only || !strcmp(only, "tiny")) bench_tiny(threads, n_threads, isa, quick);
+        if (!only || !strcmp(only, "gpt2")) {
+            bench_model b;
+            double t0 = now();
+            if (make_model(&b, 12, 12, 768, 1024, 50257)) {
+                fprintf(stderr, "bench_model: out of memory for gpt2-small\n");
+                return 1;
+            }
+            if (reload_via_gguf(&b)) return 1;
+            printf("## gpt2-small: L12 H12 E768 C1024 V50257, %s, %.0f MB of matrices (built in %.1f s)\n",
+                   d, (tg_gpt2_n_params(&b.m.cfg, 1) * 4 + typed_bytes_delta(&b.m)) * 1e-6, now() - t0);
+            bench_big(&b, threads, n_threads, isa, quick);
+            free_model(&b);
+        }
+    }
     if (model_path) {
         bench_model b = {0};
         tg_err err;
@@ -439,19 +477,6 @@ int main(int argc, char **argv) {
         bench_big(&b, threads, n_threads, isa, quick);
         tg_gpt2_free(&b.m);
         return 0;
-    }
-    if (!only || !strcmp(only, "gpt2")) {
-        bench_model b;
-        double t0 = now();
-        if (make_model(&b, 12, 12, 768, 1024, 50257)) {
-            fprintf(stderr, "bench_model: out of memory for gpt2-small\n");
-            return 1;
-        }
-        if (reload_via_gguf(&b)) return 1;
-        printf("## gpt2-small: L12 H12 E768 C1024 V50257, f32, %.0f MB of weights (built in %.1f s)\n",
-               tg_gpt2_n_params(&b.m.cfg, 1) * 4e-6, now() - t0);
-        bench_big(&b, threads, n_threads, isa, quick);
-        free_model(&b);
     }
     return 0;
 }

@@ -87,20 +87,20 @@ static float *random_model(tg_gpt2_model *m, int L, int H, int E, int C, int V) 
     tg_gpt2_layer *ly = calloc((size_t)L, sizeof *ly);
     if (!blob || !ly) exit(1);
     for (size_t i = 0; i < n; i++) blob[i] = 0.1f * frand();
-    m->w.wte = p, p += (size_t)V * e;
+    m->w.wte = tg_weight_f32(p, V, E), p += (size_t)V * e;
     m->w.wpe = p, p += (size_t)C * e;
     for (int l = 0; l < L; l++) {
         ly[l].ln1_w = p, p += e;
         ly[l].ln1_b = p, p += e;
-        ly[l].qkv_w = p, p += 3 * e * e;
+        ly[l].qkv_w = tg_weight_f32(p, 3 * E, E), p += 3 * e * e;
         ly[l].qkv_b = p, p += 3 * e;
-        ly[l].proj_w = p, p += e * e;
+        ly[l].proj_w = tg_weight_f32(p, E, E), p += e * e;
         ly[l].proj_b = p, p += e;
         ly[l].ln2_w = p, p += e;
         ly[l].ln2_b = p, p += e;
-        ly[l].up_w = p, p += F * e;
+        ly[l].up_w = tg_weight_f32(p, 4 * E, E), p += F * e;
         ly[l].up_b = p, p += F;
-        ly[l].down_w = p, p += e * F;
+        ly[l].down_w = tg_weight_f32(p, E, 4 * E), p += e * F;
         ly[l].down_b = p, p += e;
     }
     m->w.layers = ly;

@@ -88,7 +88,7 @@ _tinygpt() {
     if [[ $COMP_CWORD -ge 3 && " ${!vals_var} " == *" $prev "* ]]; then
         case $prev in
             --isa) COMPREPLY=($(compgen -W "scalar avx2 avx512 neon" -- "$cur")) ;;
-            --dtype) COMPREPLY=($(compgen -W "f32 f16" -- "$cur")) ;;
+            --dtype|--type|--keep-output) COMPREPLY=($(compgen -W "f32 f16 bf16 q8_0 q4_0" -- "$cur")) ;;
             *) COMPREPLY=($(compgen -f -- "$cur")) ;;
         esac
         return

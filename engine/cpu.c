@@ -19,6 +19,10 @@
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static int supported[TG_ISA_COUNT];
+static int features[TG_CPU_FEATURE_COUNT];
+
+static const char *const feature_names[TG_CPU_FEATURE_COUNT] = {
+    "f16c", "avx_vnni", "avx512_vnni", "avx512_bf16", "avx512_fp16", "dotprod", "fp16"};
 
 static const char *const isa_names[TG_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon"};
 
@@ -45,18 +49,46 @@ static void detect_arch(void) {
     supported[TG_ISA_AVX2] = ymm_os && avx2 && fma && f16c;
     supported[TG_ISA_AVX512] = supported[TG_ISA_AVX2] && zmm_os && avx512f &&
                                avx512dq && avx512bw && avx512vl;
+    int a512 = supported[TG_ISA_AVX512];
+    features[TG_CPU_F16C] = ymm_os && f16c;
+    features[TG_CPU_AVX512_VNNI] = a512 && ((c >> 11) & 1);
+    features[TG_CPU_AVX512_FP16] = a512 && ((d >> 23) & 1);
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+        features[TG_CPU_AVX_VNNI] = supported[TG_ISA_AVX2] && ((a >> 4) & 1);
+        features[TG_CPU_AVX512_BF16] = a512 && ((a >> 5) & 1);
+    }
 }
 #elif defined(TG_ARM)
 static void detect_arch(void) {
-    supported[TG_ISA_NEON] = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+    unsigned long hw = getauxval(AT_HWCAP);
+    supported[TG_ISA_NEON] = (hw & HWCAP_ASIMD) != 0;
+    features[TG_CPU_NEON_DOTPROD] = supported[TG_ISA_NEON] && (hw & HWCAP_ASIMDDP) != 0;
+    features[TG_CPU_NEON_FP16] = supported[TG_ISA_NEON] && (hw & HWCAP_ASIMDHP) != 0;
 }
 #else
 static void detect_arch(void) {}
 #endif
 
+/* $TINYGPT_CPU_MASK: optional features to ignore ("avx_vnni,avx512_vnni",
+ * or "all"), so the paths for CPUs without them are tested here too. */
+static void apply_mask(void) {
+    const char *m = getenv("TINYGPT_CPU_MASK");
+    if (!m) return;
+    for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++) {
+        size_t n = strlen(feature_names[f]);
+        for (const char *s = m; *s;) {
+            size_t len = strcspn(s, ",");
+            if ((len == 3 && !strncmp(s, "all", 3)) || (len == n && !strncmp(s, feature_names[f], n)))
+                features[f] = 0;
+            s += len + (s[len] == ',');
+        }
+    }
+}
+
 static void detect(void) {
     supported[TG_ISA_SCALAR] = 1;
     detect_arch();
+    apply_mask();
 }
 
 const char *tg_isa_name(tg_isa isa) {
@@ -70,6 +102,15 @@ tg_status tg_isa_parse(const char *name, tg_isa *out) {
             return TG_OK;
         }
     return TG_ERR_ARG;
+}
+
+int tg_cpu_has(tg_cpu_feature f) {
+    pthread_once(&detect_once, detect);
+    return (unsigned)f < TG_CPU_FEATURE_COUNT && features[f];
+}
+
+const char *tg_cpu_feature_name(tg_cpu_feature f) {
+    return (unsigned)f < TG_CPU_FEATURE_COUNT ? feature_names[f] : "unknown";
 }
 
 int tg_isa_supported(tg_isa isa) {

@@ -35,6 +35,22 @@ tg_status tg_isa_parse(const char *name, tg_isa *out);
 /* Is this ISA usable on this CPU *and* OS (cpuid + XGETBV, or AT_HWCAP)?
  * Detection runs once (pthread_once); the answer never changes. */
 int tg_isa_supported(tg_isa isa);
+/* Optional instructions within an ISA level, detected once (cpuid leaf 7 +
+ * XGETBV; AT_HWCAP on aarch64): kernels that use them are installed in the
+ * table only where they are present. */
+typedef enum tg_cpu_feature {
+    TG_CPU_F16C,          /* x86 half <-> float conversions */
+    TG_CPU_AVX_VNNI,      /* VEX vpdpbusd on ymm */
+    TG_CPU_AVX512_VNNI,   /* EVEX vpdpbusd */
+    TG_CPU_AVX512_BF16,   /* vdpbf16ps, vcvtne2ps2bf16 */
+    TG_CPU_AVX512_FP16,   /* half-precision arithmetic */
+    TG_CPU_NEON_DOTPROD,  /* aarch64 sdot/udot */
+    TG_CPU_NEON_FP16,     /* aarch64 half-precision arithmetic */
+    TG_CPU_FEATURE_COUNT
+} tg_cpu_feature;
+int tg_cpu_has(tg_cpu_feature f); /* 0 also when named in $TINYGPT_CPU_MASK */
+const char *tg_cpu_feature_name(tg_cpu_feature f);
+
 /* The best supported ISA. */
 tg_isa tg_isa_best(void);
 /* Does this build hold kernels for isa (scalar always; the arch's init file
@@ -43,6 +59,84 @@ int tg_isa_compiled(tg_isa isa);
 /* The ISA to use: `name` if non-NULL, else $TINYGPT_ISA if set, else best.
  * An unknown name, or an ISA this CPU lacks, is an error naming it. */
 tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err);
+
+/* ---- Weight types and typed weight views ---------------------------------- */
+
+/* The types a weight matrix may have in memory, as it sits in the mapped
+ * file (a new type is one more column of the kernel table). F16 is IEEE
+ * binary16, BF16 the top half of an f32; Q8_0 and Q4_0 are ggml's blocks
+ * of TG_QK elements along a row (below), so files go both ways with
+ * llama.cpp unchanged. */
+typedef enum tg_wtype {
+    TG_WTYPE_F32 = 0,
+    TG_WTYPE_F16,
+    TG_WTYPE_BF16,
+    TG_WTYPE_Q8_0,
+    TG_WTYPE_Q4_0,
+    TG_WTYPE_COUNT
+} tg_wtype;
+
+#define TG_QK 32 /* elements per Q8_0 / Q4_0 block */
+
+/* Q8_0: x[j] = d · qs[j]  (d an IEEE half) */
+typedef struct tg_block_q8_0 {
+    uint16_t d;
+    int8_t qs[TG_QK];
+} tg_block_q8_0;
+
+/* Q4_0: x[j] = d · (q[j] - 8), q[j] in 0..15; element j < 16 is the low
+ * nibble of qs[j], element j >= 16 the high nibble of qs[j - 16]. */
+typedef struct tg_block_q4_0 {
+    uint16_t d;
+    uint8_t qs[TG_QK / 2];
+} tg_block_q4_0;
+
+_Static_assert(sizeof(tg_block_q8_0) == 34, "Q8_0 block is 34 bytes");
+_Static_assert(sizeof(tg_block_q4_0) == 18, "Q4_0 block is 18 bytes");
+
+/* A weight matrix W[OUT, IN] as it sits in memory: `rows` rows of `cols`
+ * elements of `type`, row r at (const char *)data + r·row_bytes. Views
+ * borrow their bytes (usually a read-only file mapping). */
+typedef struct tg_weight {
+    tg_wtype type;
+    const void *data;
+    int rows, cols;
+    size_t row_bytes;
+} tg_weight;
+
+const char *tg_wtype_name(tg_wtype t);  /* "f32", "f16", "bf16", "q8_0", "q4_0" */
+/* Parses those names; TG_ERR_ARG on anything else. */
+tg_status tg_wtype_parse(const char *name, tg_wtype *out);
+/* Elements per block: TG_QK for Q8_0/Q4_0, else 1. */
+int tg_wtype_block(tg_wtype t);
+/* Bytes of a row of n elements; 0 when n is not a multiple of the block
+ * (or t is not a type). */
+size_t tg_wtype_row_bytes(tg_wtype t, int n);
+/* 1 when the type's matmul takes Q8_0-quantized activations (integer dot
+ * products): Q8_0, Q4_0. */
+int tg_wtype_q8_act(tg_wtype t);
+/* A contiguous f32 [rows, cols] view of w. */
+tg_weight tg_weight_f32(const float *w, int rows, int cols);
+
+/* Scalar conversions (IEEE half with subnormals, inf and NaN; bfloat16):
+ * to the narrow types round to nearest even, NaN stays a (quiet) NaN. */
+float tg_f16_to_f32(uint16_t h);
+uint16_t tg_f32_to_f16(float f);
+float tg_bf16_to_f32(uint16_t h);
+uint16_t tg_f32_to_bf16(float f);
+
+/* The reference encoders of every type, for writers and tests (n a multiple
+ * of the type's block): y = x[N] in type t. F16/BF16 round to nearest even.
+ * Q8_0 (ggml's rule): d = max|x|/127, q = x/d rounded to nearest even (so
+ * |x - d·q| <= d/2 before d is rounded to a half). Q4_0: m the element of
+ * largest |x|, d = m/-8, q = x/d + 8 rounded to nearest even and clamped
+ * to 0..15 (|err| <= |d|/2, or |d| for the clamped q = 15 end). A block
+ * holding a NaN or an infinity gets d = NaN and q = 0 (so every dot product
+ * through it is NaN); returns the number of such blocks (0: all finite). */
+int tg_quantize_row(tg_wtype t, void *y, const float *x, int n);
+/* y[N] = the values of a row of type t (exact: every type is a subset of
+ * f32, and d·q rounds once). */
+void tg_dequantize_row(tg_wtype t, float *y, const void *x, int n);
 
 /* ---- The kernel table ---------------------------------------------------- */
 
@@ -67,6 +161,28 @@ typedef struct tg_kernels {
      * the prefill GEMM (register-blocked, cache-tiled). Y has row stride OUT. */
     void (*matmul)(float *y, const float *x, const float *w, const float *b,
                    int T, int in, int out, int o0, int o1);
+
+    /* The typed matmul, one column per weight type (tg_wtype):
+     *   Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b[OUT], columns o0..o1-1 only,
+     * W's rows ldw bytes apart in its type's layout (for F32 ldw == 4·IN:
+     * that column is `matmul` above). For F32, F16 and BF16 x is f32
+     * [T,IN]; for the integer types (tg_wtype_q8_act) x is X quantized by
+     * quantize_q8_0, [T, IN/32] blocks, and IN is a multiple of 32. Within a
+     * block the int8·int8 (or int4·int8) products are summed exactly in
+     * int32, then scaled by d_w·d_x and summed in f32, so the kernels differ
+     * from the reference only in the order of those f32 sums. Same range
+     * rules as matmul (results independent of o0/o1). */
+    void (*matmul_w[TG_WTYPE_COUNT])(float *y, const void *x, const void *w, size_t ldw,
+                                     const float *b, int T, int in, int out, int o0,
+                                     int o1);
+
+    /* q[N/32] = x[N] quantized to Q8_0 blocks (tg_quantize_row's rule for
+     * Q8_0, bit for bit on every ISA): the activations of the integer
+     * matmuls, shared by their GEMV and GEMM. N % 32 == 0. */
+    void (*quantize_q8_0)(tg_block_q8_0 *q, const float *x, int n);
+
+    /* y[N] = one row of type t as f32 (embedding lookup), exact. */
+    void (*dequant[TG_WTYPE_COUNT])(float *y, const void *w, int n);
 
     /* x[N] = softmax(x[N]) in place, max-subtracted. -inf entries get 0;
      * a row that is all -inf becomes all 0 (nothing to attend to); a NaN
@@ -177,6 +293,10 @@ tg_status tg_engine_init(tg_engine *e, tg_isa isa, tg_err *err);
  * flags; the arch init calls them in order). */
 void tg_kernels_init_ref(tg_kernels *k);
 void tg_kernels_init_train_ref(tg_kernels *k); /* called by tg_kernels_init_ref */
+void tg_kernels_init_quant_ref(tg_kernels *k); /* called by tg_kernels_init_ref */
+/* The reference f32 matmul (tg_kernels.matmul's contract). */
+void tg_matmul_ref(float *y, const float *x, const float *w, const float *b, int T, int in,
+                   int out, int o0, int o1);
 void tg_kernels_init_arch(tg_kernels *k, tg_isa isa);
 
 /* ---- Threads -------------------------------------------------------------- */
@@ -210,5 +330,14 @@ void tg_pool_reset_wait(tg_pool *pool);
 /* Y[T,OUT] = X · Wᵀ + b split over the pool by output columns. */
 void tg_matmul(const tg_engine *e, tg_pool *pool, float *y, const float *x,
                const float *w, const float *b, int T, int in, int out);
+
+/* Y[T,OUT] = X[T,IN] · Wᵀ + b for a typed weight (IN = w->cols, OUT =
+ * w->rows), split over the pool by output columns. The integer types first
+ * quantize X into ws (tg_matmul_ws bytes; NULL is fine when that is 0).
+ * F32 is exactly tg_matmul. */
+void tg_matmul_w(const tg_engine *e, tg_pool *pool, float *y, const float *x,
+                 const tg_weight *w, const float *b, int T, void *ws);
+/* Scratch bytes tg_matmul_w needs for T rows of IN inputs of type t. */
+size_t tg_matmul_ws(tg_wtype t, int T, int in);
 
 #endif

@@ -36,6 +36,8 @@ static void free_activations(tg_gpt *g) {
         free(*bufs[i]);
         *bufs[i] = NULL;
     }
+    free(g->xq);
+    g->xq = NULL;
     g->cap_t = 0;
 }
 
@@ -53,7 +55,10 @@ static tg_status reserve(tg_gpt *g, int T, tg_err *err) {
     g->tmp = alloc_floats(n * E);
     g->up = alloc_floats(n * F);
     g->act = alloc_floats(n * F);
-    if (!g->x || !g->xn || !g->qkv || !g->att || !g->tmp || !g->up || !g->act) {
+    /* the largest IN is E or F; any matrix may be an integer type */
+    size_t ws = tg_matmul_ws(TG_WTYPE_Q8_0, cap, (int)(E > F ? E : F) / TG_QK * TG_QK);
+    g->xq = alloc_floats(ws / sizeof(float) + 1);
+    if (!g->x || !g->xn || !g->qkv || !g->att || !g->tmp || !g->up || !g->act || !g->xq) {
         free_activations(g);
         return tg_fail(err, TG_ERR_NOMEM, "gpt: out of memory for %d tokens of activations", T);
     }
@@ -62,6 +67,12 @@ static tg_status reserve(tg_gpt *g, int T, tg_err *err) {
 }
 
 /* ---- create / free ------------------------------------------------------- */
+
+/* Is v a [rows, cols] matrix of a known type? */
+static int view_ok(const tg_weight *v, int rows, int cols) {
+    return v->data && (unsigned)v->type < TG_WTYPE_COUNT && v->rows == rows && v->cols == cols &&
+           tg_wtype_row_bytes(v->type, cols) && v->row_bytes >= tg_wtype_row_bytes(v->type, cols);
+}
 
 static tg_status check_config(const tg_gpt2_model *m, tg_err *err) {
     const tg_gpt2_config *c = &m->cfg;
@@ -76,8 +87,20 @@ static tg_status check_config(const tg_gpt2_model *m, tg_err *err) {
     if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps))
         return tg_fail(err, TG_ERR_FORMAT, "gpt: layer norm epsilon %g is not positive",
                        (double)c->ln_eps);
-    if (!m->w.wte || !m->w.wpe || !m->w.layers || !m->w.lnf_w || !m->w.lnf_b || !m->w.lm_head)
+    if (!m->w.wte.data || !m->w.wpe || !m->w.layers || !m->w.lnf_w || !m->w.lnf_b ||
+        !m->w.lm_head.data)
         return tg_fail(err, TG_ERR_FORMAT, "gpt: %s lacks a required tensor",
+                       m->path ? m->path : "model");
+    /* every matrix a view of the shape the config says (the binding checked
+     * the file; this checks whoever built m) */
+    int E = c->n_embd, ok = view_ok(&m->w.wte, c->n_vocab, E) && view_ok(&m->w.lm_head, c->n_vocab, E);
+    for (int l = 0; l < c->n_layer && ok; l++) {
+        const tg_gpt2_layer *ly = &m->w.layers[l];
+        ok = view_ok(&ly->qkv_w, 3 * E, E) && view_ok(&ly->proj_w, E, E) &&
+             view_ok(&ly->up_w, c->n_ff, E) && view_ok(&ly->down_w, E, c->n_ff);
+    }
+    if (!ok)
+        return tg_fail(err, TG_ERR_FORMAT, "gpt: %s: a weight matrix is not a view of its shape",
                        m->path ? m->path : "model");
     return TG_OK;
 }
@@ -129,11 +152,13 @@ void tg_gpt_free(tg_gpt *g) {
     free(g->k_cache);
     free(g->v_cache);
     free(g->p);
+    free(g->xq);
     free(g->head_mask);
     free(g);
 }
 
 const tg_gpt2_config *tg_gpt_config(const tg_gpt *g) { return &g->cfg; }
+const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g) { return &g->w; }
 const tg_engine *tg_gpt_engine(const tg_gpt *g) { return &g->eng; }
 tg_pool *tg_gpt_pool(tg_gpt *g) { return g->pool; }
 int tg_gpt_n_ctx(const tg_gpt *g) { return g->n_ctx; }
@@ -290,12 +315,20 @@ static void residual_add(tg_gpt *g, float *x, const float *d, int T, int n) {
 
 /* ---- the forward pass ------------------------------------------------------ */
 
-/* x[t] = wte[tokens[t]] + wpe[pos + t] */
+/* x[t] = wte[tokens[t]] + wpe[pos + t]  (a typed wte row is decoded first) */
 static void embed(tg_gpt *g, const int *tokens, int T, int pos) {
     size_t E = (size_t)g->cfg.n_embd;
-    for (int t = 0; t < T; t++)
-        g->eng.k.add(g->x + t * E, g->w.wte + (size_t)tokens[t] * E,
-                     g->w.wpe + (size_t)(pos + t) * E, (int)E);
+    const tg_weight *wte = &g->w.wte;
+    for (int t = 0; t < T; t++) {
+        const char *row = (const char *)wte->data + (size_t)tokens[t] * wte->row_bytes;
+        const float *pe = g->w.wpe + (size_t)(pos + t) * E;
+        if (wte->type == TG_WTYPE_F32) {
+            g->eng.k.add(g->x + t * E, (const float *)row, pe, (int)E);
+        } else {
+            g->eng.k.dequant[wte->type](g->x + t * E, row, (int)E);
+            g->eng.k.add(g->x + t * E, g->x + t * E, pe, (int)E);
+        }
+    }
 }
 
 /* Appends the keys and values of qkv[T,3E] to the head-major cache at
@@ -335,7 +368,7 @@ static void block(tg_gpt *g, int l, int pos, int T) {
     tg_probe_end(g, TG_OP_LN1, l, -1, 0);
 
     tg_probe_begin(g, TG_OP_QKV, l, -1, 0);
-    tg_matmul(&g->eng, g->pool, g->qkv, g->xn, w->qkv_w, w->qkv_b, T, E, 3 * E);
+    tg_matmul_w(&g->eng, g->pool, g->qkv, g->xn, &w->qkv_w, w->qkv_b, T, g->xq);
     store_kv(g, l, pos, T);
     tg_probe_end(g, TG_OP_QKV, l, -1, 0);
 
@@ -343,7 +376,7 @@ static void block(tg_gpt *g, int l, int pos, int T) {
     mask_heads(g, l, T);
 
     tg_probe_begin(g, TG_OP_ATTN_PROJ, l, -1, 0);
-    tg_matmul(&g->eng, g->pool, g->tmp, g->att, w->proj_w, w->proj_b, T, E, E);
+    tg_matmul_w(&g->eng, g->pool, g->tmp, g->att, &w->proj_w, w->proj_b, T, g->xq);
     residual_add(g, g->x, g->tmp, T, E);
     tg_probe_end(g, TG_OP_ATTN_PROJ, l, -1, 0);
 
@@ -352,7 +385,7 @@ static void block(tg_gpt *g, int l, int pos, int T) {
     tg_probe_end(g, TG_OP_LN2, l, -1, 0);
 
     tg_probe_begin(g, TG_OP_MLP_UP, l, -1, 0);
-    tg_matmul(&g->eng, g->pool, g->up, g->xn, w->up_w, w->up_b, T, E, F);
+    tg_matmul_w(&g->eng, g->pool, g->up, g->xn, &w->up_w, w->up_b, T, g->xq);
     tg_probe_end(g, TG_OP_MLP_UP, l, -1, 0);
 
     tg_probe_begin(g, TG_OP_GELU, l, -1, 0);
@@ -360,7 +393,7 @@ static void block(tg_gpt *g, int l, int pos, int T) {
     tg_probe_end(g, TG_OP_GELU, l, -1, 0);
 
     tg_probe_begin(g, TG_OP_MLP_DOWN, l, -1, 0);
-    tg_matmul(&g->eng, g->pool, g->tmp, g->act, w->down_w, w->down_b, T, F, E);
+    tg_matmul_w(&g->eng, g->pool, g->tmp, g->act, &w->down_w, w->down_b, T, g->xq);
     residual_add(g, g->x, g->tmp, T, E);
     tg_probe_end(g, TG_OP_MLP_DOWN, l, -1, 0);
 }
@@ -404,7 +437,7 @@ tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *lo
     tg_probe_end(g, TG_OP_LNF, -1, -1, 0);
 
     tg_probe_begin(g, TG_OP_LM_HEAD, -1, -1, 0);
-    tg_matmul(&g->eng, g->pool, logits, g->xn, g->w.lm_head, NULL, rows, E, V);
+    tg_matmul_w(&g->eng, g->pool, logits, g->xn, &g->w.lm_head, NULL, rows, g->xq);
     tg_probe_end(g, TG_OP_LM_HEAD, -1, -1, 0);
 
     /* A NaN or inf logit means the weights (loaded with --no-check) or the

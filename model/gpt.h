@@ -67,6 +67,7 @@ tg_status tg_gpt_create(tg_gpt **out, const tg_gpt2_model *m, const tg_gpt_opts 
 void tg_gpt_free(tg_gpt *g);
 
 const tg_gpt2_config *tg_gpt_config(const tg_gpt *g);
+const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g); /* the views it runs on */
 const tg_engine *tg_gpt_engine(const tg_gpt *g);
 tg_pool *tg_gpt_pool(tg_gpt *g);
 int tg_gpt_n_ctx(const tg_gpt *g); /* C: the KV cache length */

@@ -31,6 +31,7 @@ struct tg_gpt {
     float *up;     /* [T, F]  MLP hidden pre-activation */
     float *act;    /* [T, F]  GELU(up) */
     float *p;      /* [n_threads, C] attention weights (unfused path) */
+    void *xq;      /* [T, max(E,F)/32] Q8_0 blocks: the integer matmuls' activations */
 
     tg_probe probe_store;
     const tg_probe *probe; /* &probe_store, or NULL when off */

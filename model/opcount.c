@@ -109,6 +109,20 @@ tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b) {
                        a.kv_bytes + b.kv_bytes, a.act_bytes + b.act_bytes};
 }
 
+double tg_opcost_typed_delta(const tg_gpt2_config *c, const tg_gpt2_weights *w) {
+    double real = (double)w->lm_head.rows * (double)w->lm_head.row_bytes;
+    double f32 = F32 * w->lm_head.rows * (double)w->lm_head.cols;
+    for (int l = 0; l < c->n_layer; l++) {
+        const tg_weight *m[4] = {&w->layers[l].qkv_w, &w->layers[l].proj_w, &w->layers[l].up_w,
+                                 &w->layers[l].down_w};
+        for (int k = 0; k < 4; k++) {
+            real += (double)m[k]->rows * (double)m[k]->row_bytes;
+            f32 += F32 * m[k]->rows * (double)m[k]->cols;
+        }
+    }
+    return real - f32;
+}
+
 double tg_opcost_bytes(tg_opcost k) { return k.weight_bytes + k.kv_bytes + k.act_bytes; }
 
 tg_opcost tg_opcost_step(const tg_gpt2_config *c, tg_op op, int T, int pos, int n_logits) {

@@ -40,6 +40,12 @@ tg_opcost tg_opcost_step(const tg_gpt2_config *c, tg_op op, int T, int pos, int 
 tg_opcost tg_opcost_forward(const tg_gpt2_config *c, int T, int pos, int n_logits);
 
 double tg_opcost_bytes(tg_opcost k);    /* weights + KV + activations */
+
+/* The counts above take every weight as f32. For typed matrices (f16, bf16,
+ * q8_0, q4_0: weights/gpt2.h) this is what a forward step's matrices (the
+ * blocks' four and the LM head) really read minus that f32 figure: add it
+ * to weight_bytes once per forward step. 0 for an all-f32 model. */
+double tg_opcost_typed_delta(const tg_gpt2_config *c, const tg_gpt2_weights *w);
 tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b);
 tg_opcost tg_opcost_scale(tg_opcost a, double s);
 

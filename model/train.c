@@ -240,21 +240,22 @@ void tg_trainer_weights(tg_trainer *tr, tg_gpt2_weights *w, tg_gpt2_layer *layer
     const tg_gpt2_config *c = &tr->cfg;
     size_t E = c->n_embd, F = c->n_ff;
     const tg_train_params *p = &tr->p;
-    w->wte = p->wte;
+    int iE = c->n_embd, iF = c->n_ff;
+    w->wte = tg_weight_f32(p->wte, c->n_vocab, iE);
     w->wpe = p->wpe;
     w->lnf_w = p->lnf_w;
     w->lnf_b = p->lnf_b;
-    w->lm_head = p->wte;
+    w->lm_head = w->wte;
     w->tied = 1;
     w->layers = layers;
     for (int l = 0; l < c->n_layer; l++) {
         tg_gpt2_layer *y = &layers[l];
         y->ln1_w = p->ln1_w + l * E, y->ln1_b = p->ln1_b + l * E;
-        y->qkv_w = p->qkv_w + l * 3 * E * E, y->qkv_b = p->qkv_b + l * 3 * E;
-        y->proj_w = p->proj_w + l * E * E, y->proj_b = p->proj_b + l * E;
+        y->qkv_w = tg_weight_f32(p->qkv_w + l * 3 * E * E, 3 * iE, iE), y->qkv_b = p->qkv_b + l * 3 * E;
+        y->proj_w = tg_weight_f32(p->proj_w + l * E * E, iE, iE), y->proj_b = p->proj_b + l * E;
         y->ln2_w = p->ln2_w + l * E, y->ln2_b = p->ln2_b + l * E;
-        y->up_w = p->up_w + l * F * E, y->up_b = p->up_b + l * F;
-        y->down_w = p->down_w + l * E * F, y->down_b = p->down_b + l * E;
+        y->up_w = tg_weight_f32(p->up_w + l * F * E, iF, iE), y->up_b = p->up_b + l * F;
+        y->down_w = tg_weight_f32(p->down_w + l * E * F, iE, iF), y->down_b = p->down_b + l * E;
     }
 }
 

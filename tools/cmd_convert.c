@@ -1,4 +1,4 @@
-/* cmd_convert.c — `tinygpt convert PATH -o OUT.gguf [--dtype f32|f16]`:
+/* cmd_convert.c — `tinygpt convert PATH -o OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_0]`:
  * a Hugging Face GPT-2 folder (or any model tinygpt loads) to GGUF. */
 #include <stdio.h>
 #include <string.h>
@@ -7,11 +7,12 @@
 #include "weights/gpt2.h"
 
 static const char *usage_text =
-    "usage: tinygpt convert DIR -o OUT.gguf [--dtype f32|f16]\n"
+    "usage: tinygpt convert DIR -o OUT.gguf [--dtype TYPE]\n"
     "  DIR                 a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
     "                      vocab.json, merges.txt) or a GGUF file to re-encode\n"
     "  -o, --output OUT    the GGUF file to write (required)\n"
-    "  --dtype f32|f16     how the matrices are stored (default f32; vectors stay f32)\n"
+    "  --dtype TYPE        how the matrices are stored: f32|f16|bf16|q8_0|q4_0\n"
+    "                      (default f32; vectors and position_embd stay f32)\n"
     "  --no-check          do not scan the weights for NaN/inf at load (they are copied\n"
     "                      as they are)\n";
 
@@ -31,9 +32,8 @@ int cmd_convert(int argc, char **argv) {
     if (parsed != CLI_RUN) return parsed;
     if (!in || !out) return cli_usage("convert", "an input and -o OUT.gguf are required (see tinygpt convert --help)");
     tg_dtype dtype;
-    if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;
-    else if (!strcmp(dtype_s, "f16")) dtype = TG_DTYPE_F16;
-    else return cli_usage("convert", "--dtype must be f32 or f16, not '%s'", dtype_s);
+    if (tg_dtype_parse(dtype_s, &dtype))
+        return cli_usage("convert", "--dtype must be f32, f16, bf16, q8_0 or q4_0, not '%s'", dtype_s);
     int oc = cli_out_check("convert", "-o", out);
     if (oc) return oc;
 

@@ -14,7 +14,7 @@
 
 static const char *usage_text =
     "usage: tinygpt init --layers L --heads H --embd E --ctx C (--vocab-from PATH | --byte-vocab)\n"
-    "                    [--seed S] [--dtype f32|f16] -o OUT.gguf\n"
+    "                    [--seed S] [--dtype TYPE] -o OUT.gguf\n"
     "  --layers L          transformer blocks, [1, 1024] (required)\n"
     "  --heads H           attention heads per block, [1, 1024], dividing E (required)\n"
     "  --embd E            width, [1, 65536] (required; the MLP is 4E wide)\n"
@@ -22,7 +22,8 @@ static const char *usage_text =
     "  --vocab-from PATH   take the tokenizer of a GGUF or Hugging Face folder\n"
     "  --byte-vocab        256 byte tokens + <|endoftext|> (V = 257)\n"
     "  --seed S            random seed, [0, 2^63-1] (default 1)\n"
-    "  --dtype f32|f16     how the matrices are stored (default f32)\n"
+    "  --dtype TYPE        how the matrices are stored: f32|f16|bf16|q8_0|q4_0\n"
+    "                      (default f32)\n"
     "  -o, --output OUT    the GGUF file to write (required)\n"
     "GPT-2's initialisation: weights N(0, 0.02), the residual projections\n"
     "N(0, 0.02/sqrt(2L)), biases 0, layer norms 1 and 0; the output tied to the\n"
@@ -76,9 +77,8 @@ int cmd_init(int argc, char **argv) {
     if (!!vocab_from == byte_vocab) return cli_usage("init", "give exactly one of --vocab-from PATH and --byte-vocab");
     if (E % H) return cli_usage("init", "--embd %ld is not a multiple of --heads %ld", E, H);
     tg_dtype dtype;
-    if (!strcmp(dtype_s, "f32")) dtype = TG_DTYPE_F32;
-    else if (!strcmp(dtype_s, "f16")) dtype = TG_DTYPE_F16;
-    else return cli_usage("init", "--dtype must be f32 or f16, not '%s'", dtype_s);
+    if (tg_dtype_parse(dtype_s, &dtype))
+        return cli_usage("init", "--dtype must be f32, f16, bf16, q8_0 or q4_0, not '%s'", dtype_s);
     int oc = cli_out_check("init", "-o", out);
     if (oc) return oc;
 
@@ -124,29 +124,36 @@ int cmd_init(int argc, char **argv) {
         (dst) = q_;               \
         p += c_;                  \
     } while (0)
+#define TAKEW(dst, rows, cols, init)                             \
+    do {                                                         \
+        const float *v_;                                         \
+        TAKE(v_, (size_t)(rows) * (cols), init);                 \
+        (dst) = tg_weight_f32(v_, (int)(rows), (int)(cols));      \
+    } while (0)
 #define NORMAL(s) fill_normal(&r, q_, c_, (s))
 #define CONST(v) fill_const(q_, c_, (v))
     tg_gpt2_weights w = {.layers = layers, .tied = 1};
-    TAKE(w.wte, V * e, NORMAL(std));
+    TAKEW(w.wte, V, e, NORMAL(std));
     TAKE(w.wpe, (size_t)C * e, NORMAL(std));
     for (long l = 0; l < L; l++) {
         tg_gpt2_layer *y = &layers[l];
         TAKE(y->ln1_w, e, CONST(1));
         TAKE(y->ln1_b, e, CONST(0));
-        TAKE(y->qkv_w, 3 * e * e, NORMAL(std));
+        TAKEW(y->qkv_w, 3 * e, e, NORMAL(std));
         TAKE(y->qkv_b, 3 * e, CONST(0));
-        TAKE(y->proj_w, e * e, NORMAL(std_res));
+        TAKEW(y->proj_w, e, e, NORMAL(std_res));
         TAKE(y->proj_b, e, CONST(0));
         TAKE(y->ln2_w, e, CONST(1));
         TAKE(y->ln2_b, e, CONST(0));
-        TAKE(y->up_w, f * e, NORMAL(std));
+        TAKEW(y->up_w, f, e, NORMAL(std));
         TAKE(y->up_b, f, CONST(0));
-        TAKE(y->down_w, e * f, NORMAL(std_res));
+        TAKEW(y->down_w, e, f, NORMAL(std_res));
         TAKE(y->down_b, e, CONST(0));
     }
     TAKE(w.lnf_w, e, CONST(1));
     TAKE(w.lnf_b, e, CONST(0));
 #undef TAKE
+#undef TAKEW
 #undef NORMAL
 #undef CONST
     w.lm_head = w.wte;

@@ -70,58 +70,19 @@ const char *tg_ggml_type_name(uint32_t t) { return t < N_GGML_TYPES ? ggml_types
 int tg_ggml_blck_size(uint32_t t) { return tg_ggml_type_name(t) ? ggml_types[t].blck : 0; }
 size_t tg_ggml_type_size(uint32_t t) { return tg_ggml_type_name(t) ? ggml_types[t].size : 0; }
 int tg_ggml_type_to_f32_ok(uint32_t t) {
-    return t == TG_GGML_F32 || t == TG_GGML_F16 || t == TG_GGML_BF16 || t == TG_GGML_Q8_0;
+    return t == TG_GGML_F32 || t == TG_GGML_F16 || t == TG_GGML_BF16 || t == TG_GGML_Q8_0 ||
+           t == TG_GGML_Q4_0;
 }
 
 /* ---- scalar conversions ---------------------------------------------------- */
 
-static uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 static float bits_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
-float tg_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13)); /* inf / nan */
-    if (exp == 0) {                                                      /* zero / subnormal */
-        float v = (float)man * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-uint16_t tg_f32_to_f16(float f) {
-    uint32_t u = f32_bits(f), sign = (u >> 16) & 0x8000;
-    uint32_t a = u & 0x7fffffffu;
-    if (a >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000u ? 0x200 : 0));
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
-    if (a < 0x38800000u) {                                  /* below 2^-14: subnormal half */
-        /* value / 2^-24, rounded to nearest even, via float arithmetic that is exact */
-        float v = bits_f32(a) * 0x1p24f;
-        float r = rintf(v); /* default rounding mode: nearest even */
-        return (uint16_t)(sign | (uint32_t)r);
-    }
-    uint32_t man = a & 0x7fffff, exp = (a >> 23) - 112;
-    uint32_t h = (exp << 10) | (man >> 13);
-    uint32_t rest = man & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++; /* may carry into exp: fine */
-    return (uint16_t)(sign | h);
-}
-
-float tg_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
-
-uint16_t tg_f32_to_bf16(float f) {
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
+/* tg_f16_to_f32, tg_f32_to_f16, tg_bf16_to_f32, tg_f32_to_bf16: engine/weight.c */
 
 /* ---- the cursor ------------------------------------------------------------ */
 
@@ -774,8 +735,18 @@ tg_status tg_gguf_tensor_to_f32(const tg_gguf_tensor *t, float *out, tg_err *err
             for (int j = 0; j < TG_Q8_0_BLOCK; j++) out[b * TG_Q8_0_BLOCK + j] = d * (float)(int8_t)blk[2 + j];
         }
         return TG_OK;
+    case TG_GGML_Q4_0: /* d, then element j (< 16) in the low nibble of byte j, j + 16 in its high one */
+        for (uint64_t b = 0; b < n / 32; b++) {
+            const uint8_t *blk = p + b * 18;
+            float d = tg_f16_to_f32(rd16(blk));
+            for (int j = 0; j < 16; j++) {
+                out[b * 32 + j] = d * (float)((blk[2 + j] & 15) - 8);
+                out[b * 32 + j + 16] = d * (float)((blk[2 + j] >> 4) - 8);
+            }
+        }
+        return TG_OK;
     default:
-        return tg_fail(err, TG_ERR_UNSUPPORTED, "tensor '%s': type %s cannot be loaded (F32, F16, BF16, Q8_0 only)",
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "tensor '%s': type %s cannot be loaded (F32, F16, BF16, Q8_0, Q4_0 only)",
                        t->name, tg_ggml_type_name(t->type) ? tg_ggml_type_name(t->type) : "?");
     }
 }

@@ -32,8 +32,8 @@ typedef enum tg_gguf_vtype {
     TG_GGUF_VTYPE_COUNT
 } tg_gguf_vtype;
 
-/* Tensor types (ggml_type) that have a fixed layout we know. Only F32, F16,
- * BF16 and Q8_0 convert to f32; the others can be inspected, not loaded. */
+/* Tensor types (ggml_type) that have a fixed layout we know. F32, F16, BF16,
+ * Q8_0 and Q4_0 load; the others can be inspected, not loaded. */
 typedef enum tg_ggml_type {
     TG_GGML_F32 = 0, TG_GGML_F16 = 1, TG_GGML_Q4_0 = 2, TG_GGML_Q4_1 = 3,
     TG_GGML_Q5_0 = 6, TG_GGML_Q5_1 = 7, TG_GGML_Q8_0 = 8, TG_GGML_Q8_1 = 9,
@@ -49,7 +49,7 @@ const char *tg_ggml_type_name(uint32_t t);   /* "F32", "Q8_0", ... or NULL if un
 /* Block size (elements) and bytes per block of a known type; 0 if unknown. */
 int tg_ggml_blck_size(uint32_t t);
 size_t tg_ggml_type_size(uint32_t t);
-int tg_ggml_type_to_f32_ok(uint32_t t);      /* F32, F16, BF16, Q8_0 */
+int tg_ggml_type_to_f32_ok(uint32_t t);      /* F32, F16, BF16, Q8_0, Q4_0 */
 
 typedef struct tg_gguf_kv {
     const char *key;        /* NUL-terminated copy */
@@ -117,7 +117,7 @@ double tg_gguf_kv_num(const tg_gguf_kv *kv, uint64_t i);
 int64_t tg_gguf_kv_int(const tg_gguf_kv *kv, uint64_t i);
 
 /* Converts a whole tensor to f32 (out holds t->n_elements floats). F32,
- * F16, BF16, Q8_0; other types are TG_ERR_UNSUPPORTED naming the tensor. */
+ * F16, BF16, Q8_0, Q4_0; other types are TG_ERR_UNSUPPORTED naming the tensor. */
 tg_status tg_gguf_tensor_to_f32(const tg_gguf_tensor *t, float *out, tg_err *err);
 
 /* Scalar conversions (IEEE half with subnormals/inf/nan, bfloat16). */
@@ -154,11 +154,15 @@ tg_status tg_gguf_set_kv_from(tg_gguf_writer *w, const tg_gguf *g, const tg_gguf
                               tg_err *err);
 tg_status tg_gguf_set_alignment(tg_gguf_writer *w, uint32_t alignment, tg_err *err);
 
-/* A tensor from f32 data, stored as `type` (F32, F16, BF16 or Q8_0;
- * Q8_0 needs ne[0] % 32 == 0). */
+/* A tensor from f32 data, stored as `type` (F32, F16, BF16, Q8_0 or Q4_0;
+ * the block types need ne[0] % 32 == 0). */
 tg_status tg_gguf_add_tensor_f32(tg_gguf_writer *w, const char *name, int n_dims,
                                  const int64_t *ne, const float *data, uint32_t type,
                                  tg_err *err);
+/* As tg_gguf_add_tensor_f32, but the writer takes `data` (malloc'd) and
+ * frees it with itself (also when this fails). */
+tg_status tg_gguf_add_tensor_f32_owned(tg_gguf_writer *w, const char *name, int n_dims,
+                                       const int64_t *ne, float *data, uint32_t type, tg_err *err);
 /* A tensor whose bytes are already in `type`'s layout. */
 tg_status tg_gguf_add_tensor_raw(tg_gguf_writer *w, const char *name, int n_dims,
                                  const int64_t *ne, uint32_t type, const void *data,

@@ -1,6 +1,7 @@
 /* gguf_write.c — the GGUF v3 writer (see gguf.h). Metadata values are
  * serialised when set; tensor data is borrowed and converted while writing,
  * straight into a temporary file that is renamed into place at the end. */
+#include "engine/engine.h"
 #include "weights/gguf.h"
 
 #include <errno.h>
@@ -26,6 +27,7 @@ typedef struct wtensor {
     uint32_t type;
     const void *data;
     int from_f32;      /* data is f32, convert to `type` while writing */
+    void *owned;       /* data, when the writer frees it */
     uint64_t nbytes, offset;
 } wtensor;
 
@@ -90,7 +92,10 @@ void tg_gguf_writer_free(tg_gguf_writer *w) {
         free(w->kv[i].key);
         free(w->kv[i].val);
     }
-    for (size_t i = 0; i < w->n_t; i++) free(w->t[i].name);
+    for (size_t i = 0; i < w->n_t; i++) {
+        free(w->t[i].name);
+        free(w->t[i].owned);
+    }
     free(w->kv);
     free(w->t);
     free(w);
@@ -265,20 +270,17 @@ tg_status tg_gguf_add_tensor_f32(tg_gguf_writer *w, const char *name, int n_dims
     return add_tensor(w, name, n_dims, ne, type, data, 1, err);
 }
 
+tg_status tg_gguf_add_tensor_f32_owned(tg_gguf_writer *w, const char *name, int n_dims, const int64_t *ne,
+                                       float *data, uint32_t type, tg_err *err) {
+    tg_status s = add_tensor(w, name, n_dims, ne, type, data, 1, err);
+    if (s) free(data);
+    else w->t[w->n_t - 1].owned = data;
+    return s;
+}
+
 tg_status tg_gguf_add_tensor_raw(tg_gguf_writer *w, const char *name, int n_dims, const int64_t *ne,
                                  uint32_t type, const void *data, tg_err *err) {
     return add_tensor(w, name, n_dims, ne, type, data, 0, err);
-}
-
-/* Q8_0 block: d = max|x| / 127 (stored as f16), q = round(x / d). */
-static void quantize_q8_0(const float *x, uint8_t *blk) {
-    float amax = 0;
-    for (int j = 0; j < TG_Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
-    float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
-    uint16_t h = tg_f32_to_f16(d);
-    blk[0] = (uint8_t)h;
-    blk[1] = (uint8_t)(h >> 8);
-    for (int j = 0; j < TG_Q8_0_BLOCK; j++) blk[2 + j] = (uint8_t)(int8_t)lrintf(x[j] * id);
 }
 
 /* Writes one tensor's bytes, converting f32 data in chunks. */
@@ -289,8 +291,13 @@ static int write_tensor(FILE *f, const wtensor *t) {
     uint8_t chunk[34 * 128];
     for (uint64_t i = 0; i < n;) {
         size_t len = 0;
-        if (t->type == TG_GGML_Q8_0) {
-            for (int b = 0; b < 128 && i < n; b++, i += TG_Q8_0_BLOCK, len += 34) quantize_q8_0(x + i, chunk + len);
+        if (t->type == TG_GGML_Q8_0 || t->type == TG_GGML_Q4_0) {
+            /* the engine's reference encoders (ggml's block layouts) */
+            uint64_t nb = (n - i) / 32 < 128 ? (n - i) / 32 : 128;
+            tg_wtype wt = t->type == TG_GGML_Q8_0 ? TG_WTYPE_Q8_0 : TG_WTYPE_Q4_0;
+            tg_quantize_row(wt, chunk, x + i, (int)nb * 32);
+            len = (size_t)nb * tg_ggml_type_size(t->type);
+            i += nb * 32;
         } else {
             for (; len + 2 <= sizeof chunk && i < n; i++, len += 2) {
                 uint16_t h = t->type == TG_GGML_F16 ? tg_f32_to_f16(x[i]) : tg_f32_to_bf16(x[i]);

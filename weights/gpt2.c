@@ -98,11 +98,12 @@ static const char *const layer_parts[12] = {
 int gpt2_n_slots(const tg_gpt2_config *cfg) { return 5 + 12 * cfg->n_layer; }
 
 static void slot(gpt2_slot *s, const char *name, int layer, const char *part, const float **dst,
-                 int64_t rows, int64_t cols) {
+                 tg_weight *wdst, int64_t rows, int64_t cols) {
     snprintf(s->name, sizeof s->name, "%s", name);
     s->layer = layer;
     s->part = part;
     s->dst = dst;
+    s->wdst = wdst;
     s->n_dims = cols ? 2 : 1;
     s->shape[0] = rows;
     s->shape[1] = cols;
@@ -111,25 +112,34 @@ static void slot(gpt2_slot *s, const char *name, int layer, const char *part, co
 int gpt2_slots(const tg_gpt2_config *c, tg_gpt2_weights *w, gpt2_slot *s) {
     int64_t E = c->n_embd, F = c->n_ff, V = c->n_vocab, C = c->n_ctx;
     int n = 0;
-    slot(&s[n++], "token_embd.weight", -1, "token_embd.weight", &w->wte, V, E);
-    slot(&s[n++], "position_embd.weight", -1, "position_embd.weight", &w->wpe, C, E);
+    slot(&s[n++], "token_embd.weight", -1, "token_embd.weight", NULL, &w->wte, V, E);
+    slot(&s[n++], "position_embd.weight", -1, "position_embd.weight", &w->wpe, NULL, C, E);
     for (int l = 0; l < c->n_layer; l++) {
         tg_gpt2_layer *L = &w->layers[l];
-        const float **dst[12] = {&L->ln1_w, &L->ln1_b, &L->qkv_w, &L->qkv_b, &L->proj_w, &L->proj_b,
-                                 &L->ln2_w, &L->ln2_b, &L->up_w, &L->up_b, &L->down_w, &L->down_b};
+        const float **dst[12] = {&L->ln1_w, &L->ln1_b, NULL, &L->qkv_b, NULL, &L->proj_b,
+                                 &L->ln2_w, &L->ln2_b, NULL, &L->up_b, NULL, &L->down_b};
+        tg_weight *wdst[12] = {NULL, NULL, &L->qkv_w, NULL, &L->proj_w, NULL,
+                               NULL, NULL, &L->up_w, NULL, &L->down_w, NULL};
         const int64_t rows[12] = {E, E, 3 * E, 3 * E, E, E, E, E, F, F, E, E};
         const int64_t cols[12] = {0, 0, E, 0, E, 0, 0, 0, E, 0, F, 0};
         for (int k = 0; k < 12; k++) {
             char name[48];
             snprintf(name, sizeof name, "blk.%d.%s", l, layer_parts[k]);
-            slot(&s[n++], name, l, layer_parts[k], dst[k], rows[k], cols[k]);
+            slot(&s[n++], name, l, layer_parts[k], dst[k], wdst[k], rows[k], cols[k]);
         }
     }
-    slot(&s[n++], "output_norm.weight", -1, "output_norm.weight", &w->lnf_w, E, 0);
-    slot(&s[n++], "output_norm.bias", -1, "output_norm.bias", &w->lnf_b, E, 0);
-    slot(&s[n++], "output.weight", -1, "output.weight", &w->lm_head, V, E);
+    slot(&s[n++], "output_norm.weight", -1, "output_norm.weight", &w->lnf_w, NULL, E, 0);
+    slot(&s[n++], "output_norm.bias", -1, "output_norm.bias", &w->lnf_b, NULL, E, 0);
+    slot(&s[n++], "output.weight", -1, "output.weight", NULL, &w->lm_head, V, E);
     return n;
 }
+
+void gpt2_slot_set_f32(const gpt2_slot *s, const float *data) {
+    if (s->wdst) *s->wdst = tg_weight_f32(data, (int)s->shape[0], (int)s->shape[1]);
+    else *s->dst = data;
+}
+
+const void *gpt2_slot_data(const gpt2_slot *s) { return s->wdst ? s->wdst->data : *s->dst; }
 
 size_t tg_gpt2_n_params(const tg_gpt2_config *c, int tied) {
     size_t E = (size_t)c->n_embd, F = (size_t)c->n_ff, V = (size_t)c->n_vocab, C = (size_t)c->n_ctx;
@@ -343,7 +353,7 @@ static tg_status find_checked(const tg_gguf *g, const gpt2_slot *sl, const char 
                        sl->name, got, want);
     }
     if (!tg_ggml_type_to_f32_ok(t->type))
-        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s (F32, F16, BF16, Q8_0 load)", path,
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s (F32, F16, BF16, Q8_0, Q4_0 load)", path,
                        sl->name, tg_ggml_type_name(t->type));
     return TG_OK;
 }
@@ -357,6 +367,41 @@ tg_status gpt2_check_finite(uint32_t type, const void *data, uint64_t n, const c
                    "%s: tensor '%s' holds a non-finite value (%s) at index %" PRId64
                    " (--no-check loads it anyway)",
                    path, name, what, at);
+}
+
+/* The engine's type for a ggml type that loads. */
+static tg_wtype wtype_of(uint32_t ggml_type) {
+    switch (ggml_type) {
+    case TG_GGML_F16: return TG_WTYPE_F16;
+    case TG_GGML_BF16: return TG_WTYPE_BF16;
+    case TG_GGML_Q8_0: return TG_WTYPE_Q8_0;
+    case TG_GGML_Q4_0: return TG_WTYPE_Q4_0;
+    default: return TG_WTYPE_F32;
+    }
+}
+
+/* A matrix as a typed view into the mapping, in the file's type (a
+ * misaligned F32/F16/BF16 tensor, possible only at alignments GGUF writers
+ * never use, is converted to f32 instead). */
+static tg_status matrix_view(gpt2_store *st, const tg_gguf_tensor *t, const gpt2_slot *sl, const char *path,
+                             tg_err *err) {
+    tg_wtype wt = wtype_of(t->type);
+    int rows = (int)sl->shape[0], cols = (int)sl->shape[1];
+    size_t rb = tg_wtype_row_bytes(wt, cols);
+    if (!rb || rb * (size_t)rows != t->nbytes) /* the reader checked it; never trust twice-derived sizes */
+        return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s': %" PRIu64 " bytes do not hold [%d, %d] %s", path,
+                       t->name, t->nbytes, rows, cols, tg_wtype_name(wt));
+    size_t align = wt == TG_WTYPE_F32 ? 4 : 2;
+    if ((uintptr_t)t->data % align == 0) {
+        tg_weight v = {wt, t->data, rows, cols, rb};
+        *sl->wdst = v;
+        return TG_OK;
+    }
+    float *p = store_alloc(st, (size_t)t->n_elements);
+    if (!p) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory for tensor '%s'", path, t->name);
+    tg_status s = tg_gguf_tensor_to_f32(t, p, err);
+    gpt2_slot_set_f32(sl, p);
+    return s;
 }
 
 /* A tensor's values as f32: in place when it is aligned F32, else converted. */
@@ -424,7 +469,8 @@ static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err
         if (!(flags & TG_LOAD_NO_CHECK) &&
             (s = gpt2_check_finite(t->type, t->data, t->n_elements, path, t->name, err)))
             break;
-        s = tensor_view(st, t, slots[i].dst, path, err);
+        s = slots[i].wdst ? matrix_view(st, t, &slots[i], path, err)
+                          : tensor_view(st, t, slots[i].dst, path, err);
     }
     free(slots);
     if (s) return s;
@@ -531,11 +577,48 @@ static tg_status vocab_to_gguf(tg_gguf_writer *gw, const tg_vocab *v, tg_err *er
     return TG_OK;
 }
 
+tg_status tg_dtype_parse(const char *name, tg_dtype *out) {
+    static const struct { const char *name; tg_dtype d; } map[] = {
+        {"f32", TG_DTYPE_F32}, {"f16", TG_DTYPE_F16}, {"bf16", TG_DTYPE_BF16},
+        {"q8_0", TG_DTYPE_Q8_0}, {"q4_0", TG_DTYPE_Q4_0}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (name && !strcmp(name, map[i].name)) {
+            *out = map[i].d;
+            return TG_OK;
+        }
+    return TG_ERR_ARG;
+}
+
+/* llama.cpp's general.file_type (llama_ftype) for a dtype */
+static uint32_t file_type(tg_dtype d) {
+    switch (d) {
+    case TG_DTYPE_F16: return 1;  /* MOSTLY_F16 */
+    case TG_DTYPE_Q4_0: return 2; /* MOSTLY_Q4_0 */
+    case TG_DTYPE_Q8_0: return 7; /* MOSTLY_Q8_0 */
+    case TG_DTYPE_BF16: return 32; /* MOSTLY_BF16 */
+    default: return 0;            /* ALL_F32 */
+    }
+}
+
 tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
                           const tg_vocab *vocab, tg_dtype dtype, tg_err *err) {
+    return tg_gpt2_to_gguf_ex(gw, cfg, w, vocab, dtype, dtype, err);
+}
+
+tg_status tg_gpt2_to_gguf_ex(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
+                             const tg_vocab *vocab, tg_dtype dtype, tg_dtype out_dtype, tg_err *err) {
     tg_status s;
-    if (dtype != TG_DTYPE_F32 && dtype != TG_DTYPE_F16)
+    if (out_dtype != TG_DTYPE_F32 && out_dtype != TG_DTYPE_F16 && out_dtype != TG_DTYPE_BF16 &&
+        out_dtype != TG_DTYPE_Q8_0 && out_dtype != TG_DTYPE_Q4_0)
+        return tg_fail(err, TG_ERR_ARG, "gpt2 writer: unknown output dtype %d", (int)out_dtype);
+    if (dtype != TG_DTYPE_F32 && dtype != TG_DTYPE_F16 && dtype != TG_DTYPE_BF16 && dtype != TG_DTYPE_Q8_0 &&
+        dtype != TG_DTYPE_Q4_0)
         return tg_fail(err, TG_ERR_ARG, "gpt2 writer: unknown dtype %d", (int)dtype);
+    int block = dtype == TG_DTYPE_Q8_0 || dtype == TG_DTYPE_Q4_0;
+    int out_block = out_dtype == TG_DTYPE_Q8_0 || out_dtype == TG_DTYPE_Q4_0;
+    if (w && (block || out_block) && (cfg->n_embd % 32 || cfg->n_ff % 32))
+        return tg_fail(err, TG_ERR_ARG, "gpt2 writer: %s needs the width (%d) and feed-forward length (%d) to be multiples of 32",
+                       tg_ggml_type_name(block ? dtype : out_dtype), cfg->n_embd, cfg->n_ff);
     if (w && (s = tg_gpt2_config_check(cfg, "gpt2 writer", err))) return s;
     if (vocab && vocab->n_tokens) {
         if (w && vocab->n_tokens != cfg->n_vocab)
@@ -555,7 +638,7 @@ tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const t
             (s = tg_gguf_set_u32(gw, "gpt2.block_count", (uint32_t)cfg->n_layer, err)) ||
             (s = tg_gguf_set_u32(gw, "gpt2.attention.head_count", (uint32_t)cfg->n_head, err)) ||
             (s = tg_gguf_set_f32(gw, "gpt2.attention.layer_norm_epsilon", cfg->ln_eps, err)) ||
-            (s = tg_gguf_set_u32(gw, "general.file_type", dtype == TG_DTYPE_F16 ? 1 : 0, err)))
+            (s = tg_gguf_set_u32(gw, "general.file_type", file_type(dtype), err)))
             return s;
         if (w->tied && (s = tg_gguf_set_bool(gw, "tinygpt.tied_embeddings", 1, err))) return s;
     }
@@ -569,15 +652,46 @@ tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const t
     if (!slots) return tg_fail(err, TG_ERR_NOMEM, "gpt2 writer: out of memory");
     gpt2_slots(cfg, &wc, slots);
     for (int i = 0; i < n && !s; i++) {
-        const float *data = *slots[i].dst;
-        if (i == n - 1 && (w->tied || !data)) data = w->wte; /* llama.cpp wants output.weight */
-        if (!data) {
-            s = tg_fail(err, TG_ERR_ARG, "gpt2 writer: tensor '%s' is NULL", slots[i].name);
+        const gpt2_slot *sl = &slots[i];
+        int64_t ne[2] = {sl->n_dims == 2 ? sl->shape[1] : sl->shape[0], sl->shape[0]};
+        if (!sl->wdst) { /* 1-D, and the position embedding (a matrix only for f16/bf16) */
+            const float *data = *sl->dst;
+            if (!data) {
+                s = tg_fail(err, TG_ERR_ARG, "gpt2 writer: tensor '%s' is NULL", sl->name);
+                break;
+            }
+            uint32_t type = sl->n_dims == 2 && !block ? (uint32_t)dtype : TG_GGML_F32;
+            s = tg_gguf_add_tensor_f32(gw, sl->name, sl->n_dims, ne, data, type, err);
+            continue;
+        }
+        tg_weight v = *sl->wdst;
+        tg_dtype dt = i == n - 1 ? out_dtype : dtype;
+        if (i == n - 1 && (w->tied || !v.data)) v = w->wte; /* llama.cpp wants output.weight */
+        if (!v.data) {
+            s = tg_fail(err, TG_ERR_ARG, "gpt2 writer: tensor '%s' is NULL", sl->name);
             break;
         }
-        int64_t ne[2] = {slots[i].n_dims == 2 ? slots[i].shape[1] : slots[i].shape[0], slots[i].shape[0]};
-        uint32_t type = dtype == TG_DTYPE_F16 && slots[i].n_dims == 2 ? TG_GGML_F16 : TG_GGML_F32;
-        s = tg_gguf_add_tensor_f32(gw, slots[i].name, slots[i].n_dims, ne, data, type, err);
+        if (v.rows != sl->shape[0] || v.cols != sl->shape[1] ||
+            v.row_bytes != tg_wtype_row_bytes(v.type, v.cols)) {
+            s = tg_fail(err, TG_ERR_ARG, "gpt2 writer: tensor '%s' is a [%d, %d] view, expected [%" PRId64 ", %" PRId64 "]",
+                        sl->name, v.rows, v.cols, sl->shape[0], sl->shape[1]);
+            break;
+        }
+        if (v.type == TG_WTYPE_F32)
+            s = tg_gguf_add_tensor_f32(gw, sl->name, 2, ne, v.data, (uint32_t)dt, err);
+        else if (wtype_of((uint32_t)dt) == v.type)
+            s = tg_gguf_add_tensor_raw(gw, sl->name, 2, ne, (uint32_t)dt, v.data, err);
+        else { /* another type: decoded to f32 (exact), then encoded */
+            float *f = malloc(sizeof(float) * (size_t)v.rows * (size_t)v.cols);
+            if (!f) {
+                s = tg_fail(err, TG_ERR_NOMEM, "gpt2 writer: out of memory for '%s'", sl->name);
+                break;
+            }
+            for (int r = 0; r < v.rows; r++)
+                tg_dequantize_row(v.type, f + (size_t)r * v.cols, (const char *)v.data + (size_t)r * v.row_bytes,
+                                  v.cols);
+            s = tg_gguf_add_tensor_f32_owned(gw, sl->name, 2, ne, f, (uint32_t)dt, err);
+        }
     }
     free(slots);
     return s;

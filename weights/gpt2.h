@@ -1,4 +1,4 @@
-/* gpt2.h — a GPT-2 checkpoint in memory: configuration, f32 weight views and
+/* gpt2.h — a GPT-2 checkpoint in memory: configuration, typed weight views and
  * the tokenizer vocabulary, loaded from GGUF (llama.cpp's `gpt2`
  * architecture) or a Hugging Face GPT-2 folder, and written back as GGUF.
  *
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/engine.h"
 #include "engine/status.h"
 
 typedef struct tg_gpt2_config {
@@ -24,21 +25,28 @@ typedef struct tg_gpt2_config {
     float ln_eps;  /* layer_norm_epsilon (GPT-2: 1e-5) */
 } tg_gpt2_config;
 
+/* Matrices are typed views (engine/engine.h: f32, f16, bf16, q8_0, q4_0, as
+ * the file stores them); layernorm gains, biases and the position
+ * embedding are f32 (converted at load when a file stores them otherwise). */
 typedef struct tg_gpt2_layer {
     const float *ln1_w, *ln1_b;   /* attn_norm   [E], [E] */
-    const float *qkv_w, *qkv_b;   /* attn_qkv    [3E, E], [3E]: rows Q, K, V, head-major */
-    const float *proj_w, *proj_b; /* attn_output [E, E], [E] */
+    tg_weight qkv_w;              /* attn_qkv    [3E, E]: rows Q, K, V, head-major */
+    const float *qkv_b;           /*             [3E] */
+    tg_weight proj_w;             /* attn_output [E, E] */
+    const float *proj_b;          /*             [E] */
     const float *ln2_w, *ln2_b;   /* ffn_norm    [E], [E] */
-    const float *up_w, *up_b;     /* ffn_up      [F, E], [F] */
-    const float *down_w, *down_b; /* ffn_down    [E, F], [E] */
+    tg_weight up_w;               /* ffn_up      [F, E] */
+    const float *up_b;            /*             [F] */
+    tg_weight down_w;             /* ffn_down    [E, F] */
+    const float *down_b;          /*             [E] */
 } tg_gpt2_layer;
 
 typedef struct tg_gpt2_weights {
-    const float *wte;              /* token_embd    [V, E] */
+    tg_weight wte;                 /* token_embd    [V, E] */
     const float *wpe;              /* position_embd [C, E] */
     tg_gpt2_layer *layers;         /* [L] */
     const float *lnf_w, *lnf_b;    /* output_norm   [E], [E] */
-    const float *lm_head;          /* output        [V, E]; == wte when tied */
+    tg_weight lm_head;             /* output        [V, E]; == wte when tied */
     int tied;                      /* 1 when output.weight was absent */
 } tg_gpt2_weights;
 
@@ -56,8 +64,8 @@ typedef struct tg_vocab {
 } tg_vocab;
 
 /* A loaded checkpoint: owns the mapping/allocations behind every pointer.
- * Aligned F32 tensors of a GGUF point straight into a read-only memory map:
- * never write through the weight pointers (copy them to train). */
+ * GGUF matrices (F32, F16, BF16, Q8_0, Q4_0) are views straight into a
+ * read-only memory map, in the file's type: never write through them. */
 typedef struct tg_gpt2_model {
     tg_gpt2_config cfg;
     tg_gpt2_weights w;     /* all NULL for a vocab-only file */
@@ -75,14 +83,21 @@ enum {
 
 /* Loads a GGUF file, or a Hugging Face GPT-2 folder (config.json,
  * model.safetensors, vocab.json, merges.txt), by inspecting `path`.
- * Non-f32 tensors (F16, BF16, Q8_0) are converted to f32. Unless
- * TG_LOAD_NO_CHECK, every tensor is scanned once: a NaN or inf value is
- * TG_ERR_NUMERIC naming the tensor and the first bad index. flags:
- * TG_LOAD_* (1 is TG_LOAD_VOCAB_ONLY, as the old vocab_only argument). */
+ * GGUF matrices stay in their type (F32, F16, BF16, Q8_0, Q4_0; no
+ * conversion); 1-D tensors and the position embedding are converted to f32
+ * when stored otherwise. Unless TG_LOAD_NO_CHECK, every tensor is scanned
+ * once: a NaN or inf value is TG_ERR_NUMERIC naming the tensor and the first
+ * bad index. flags: TG_LOAD_* (1 is TG_LOAD_VOCAB_ONLY, as the old
+ * vocab_only argument). */
 tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
 void tg_gpt2_free(tg_gpt2_model *m);
 
-typedef enum tg_dtype { TG_DTYPE_F32 = 0, TG_DTYPE_F16 = 1 } tg_dtype;
+/* The type matrices are written in (values are ggml type codes). */
+typedef enum tg_dtype {
+    TG_DTYPE_F32 = 0, TG_DTYPE_F16 = 1, TG_DTYPE_Q4_0 = 2, TG_DTYPE_Q8_0 = 8, TG_DTYPE_BF16 = 30
+} tg_dtype;
+/* Parses "f32|f16|bf16|q8_0|q4_0"; TG_ERR_ARG on anything else. */
+tg_status tg_dtype_parse(const char *name, tg_dtype *out);
 
 /* Writes a gpt2 GGUF v3 (32-byte alignment, output.weight written even when
  * tied, tokenizer metadata) to a temporary file beside `path`, then renames
@@ -111,12 +126,22 @@ tg_status tg_gpt2_config_check(const tg_gpt2_config *cfg, const char *where, tg_
  * may add its own keys and tensors before writing it with tg_gguf_write.
  * This is tg_gpt2_save with extras (e.g. a trainer's step count and
  * optimizer state). Weights are borrowed until the write. With
- * TG_DTYPE_F16, matrices are stored F16 and 1-D tensors F32 (llama.cpp's
- * convention). A tied model gets an explicit output.weight plus the key
+ * TG_DTYPE_F16 or BF16, matrices are stored in that type and 1-D tensors
+ * F32 (llama.cpp's convention); with Q8_0 or Q4_0 the position embedding
+ * stays F32 too (E and F must then be multiples of 32). A matrix already in
+ * the wanted type is written as it is; any other is decoded to f32 (exact)
+ * and encoded. A tied model gets an explicit output.weight plus the key
  * `tinygpt.tied_embeddings = true`, which makes the loader tie it again. */
 tg_status tg_gpt2_to_gguf(struct tg_gguf_writer *gw, const tg_gpt2_config *cfg,
                           const tg_gpt2_weights *w, const tg_vocab *vocab, tg_dtype dtype,
                           tg_err *err);
+
+/* tg_gpt2_to_gguf with output.weight in its own type (e.g. f32 or q8_0 while
+ * the other matrices are q4_0). A tied model then keeps the key but loads
+ * untied when the bytes differ from token_embd's. */
+tg_status tg_gpt2_to_gguf_ex(struct tg_gguf_writer *gw, const tg_gpt2_config *cfg,
+                             const tg_gpt2_weights *w, const tg_vocab *vocab, tg_dtype dtype,
+                             tg_dtype out_dtype, tg_err *err);
 
 /* Frees a vocabulary's strings and arrays (not the struct), leaving it empty. */
 void tg_vocab_free(tg_vocab *v);

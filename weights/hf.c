@@ -344,7 +344,7 @@ static tg_status load_tensor(gpt2_store *store, const tg_st *st, const gpt2_slot
         free(tmp);
     }
     if (s) return s;
-    *sl->dst = dst;
+    gpt2_slot_set_f32(sl, dst);
     return TG_OK;
 }
 
@@ -407,7 +407,7 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err) {
     if (bos != 0x7fffffff) m->vocab.bos_id = bos;
     if (eos != 0x7fffffff) m->vocab.eos_id = eos;
     if (vocab_only) return TG_OK;
-    m->w.tied = m->w.lm_head == NULL;
+    m->w.tied = m->w.lm_head.data == NULL;
     if (m->w.tied) m->w.lm_head = m->w.wte;
     m->has_weights = 1;
     return TG_OK;

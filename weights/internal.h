@@ -36,7 +36,8 @@ typedef struct gpt2_slot {
     char name[48];
     int n_dims;
     int64_t shape[2];    /* numpy order: [rows, cols] or [n] */
-    const float **dst;
+    const float **dst;   /* the f32 field it fills, or NULL for a matrix: */
+    tg_weight *wdst;     /* the typed view it fills */
     int layer;           /* -1 outside the blocks */
     const char *part;    /* the name without "blk.N." */
 } gpt2_slot;
@@ -45,6 +46,10 @@ typedef struct gpt2_slot {
  * Returns the count. */
 int gpt2_n_slots(const tg_gpt2_config *cfg);
 int gpt2_slots(const tg_gpt2_config *cfg, tg_gpt2_weights *w, gpt2_slot *slots);
+/* Points a slot at f32 data (a contiguous view for a matrix). */
+void gpt2_slot_set_f32(const gpt2_slot *s, const float *data);
+/* The slot's current data (a matrix's view data), or NULL. */
+const void *gpt2_slot_data(const gpt2_slot *s);
 
 /* The GGUF path of tg_gpt2_load over a caller-owned buffer (fuzzing);
  * flags: TG_LOAD_*. */

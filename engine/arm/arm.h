@@ -5,4 +5,10 @@
 void tg_kernels_init_matmul_neon(tg_kernels *k);
 void tg_kernels_init_ops_neon(tg_kernels *k);
 void tg_kernels_init_train_neon(tg_kernels *k);
+/* The NEON f32 matmul (tg_kernels.matmul's contract). */
+void tg_matmul_neon(float *y, const float *x, const float *w, const float *b, int T, int in,
+                    int out, int o0, int o1);
+/* The typed-weight kernels: plain NEON, and with dotprod (sdot). */
+void tg_kernels_init_quant_neon(tg_kernels *k);
+void tg_kernels_init_quant_neon_dotprod(tg_kernels *k);
 #endif

@@ -158,8 +158,8 @@ static void gemm(float *y, const float *x, const float *w, const float *b, int T
     }
 }
 
-static void matmul_neon(float *y, const float *x, const float *w, const float *b, int T, int in,
-                        int out, int o0, int o1) {
+void tg_matmul_neon(float *y, const float *x, const float *w, const float *b, int T, int in,
+                    int out, int o0, int o1) {
     if (in == 0) { /* an empty sum: y = b */
         for (int t = 0; t < T; t++)
             for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
@@ -170,4 +170,14 @@ static void matmul_neon(float *y, const float *x, const float *w, const float *b
     }
 }
 
-void tg_kernels_init_matmul_neon(tg_kernels *k) { k->matmul = matmul_neon; }
+/* the f32 column of the typed table (ldw == 4·IN) */
+static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
+                         int T, int in, int out, int o0, int o1) {
+    (void)ldw;
+    tg_matmul_neon(y, x, w, b, T, in, out, o0, o1);
+}
+
+void tg_kernels_init_matmul_neon(tg_kernels *k) {
+    k->matmul = tg_matmul_neon;
+    k->matmul_w[TG_WTYPE_F32] = matmul_f32_w;
+}

@@ -6,8 +6,8 @@
 #include "engine/engine.h"
 
 /* Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b[OUT], columns o0..o1-1 */
-static void matmul_ref(float *y, const float *x, const float *w, const float *b,
-                       int T, int in, int out, int o0, int o1) {
+void tg_matmul_ref(float *y, const float *x, const float *w, const float *b, int T, int in,
+                   int out, int o0, int o1) {
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * in;
         for (int o = o0; o < o1; o++) {
@@ -134,7 +134,7 @@ static void attn_prefill_ref(float *o, const float *q, const float *k, const flo
 }
 
 void tg_kernels_init_ref(tg_kernels *k) {
-    k->matmul = matmul_ref;
+    k->matmul = tg_matmul_ref;
     k->softmax = softmax_ref;
     k->layernorm = layernorm_ref;
     k->gelu = gelu_ref;
@@ -144,4 +144,5 @@ void tg_kernels_init_ref(tg_kernels *k) {
     k->attn_decode = attn_decode_ref;
     k->attn_prefill = attn_prefill_ref;
     tg_kernels_init_train_ref(k);
+    tg_kernels_init_quant_ref(k);
 }

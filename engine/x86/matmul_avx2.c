@@ -39,4 +39,14 @@ void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, in
     matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
-void tg_kernels_init_matmul_avx2(tg_kernels *k) { k->matmul = tg_matmul_avx2; }
+/* the f32 column of the typed table (ldw == 4·IN) */
+static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
+                         int T, int in, int out, int o0, int o1) {
+    (void)ldw;
+    tg_matmul_avx2(y, x, w, b, T, in, out, o0, o1);
+}
+
+void tg_kernels_init_matmul_avx2(tg_kernels *k) {
+    k->matmul = tg_matmul_avx2;
+    k->matmul_w[TG_WTYPE_F32] = matmul_f32_w;
+}

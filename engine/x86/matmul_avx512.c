@@ -38,12 +38,22 @@ static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, uke
 /* The decode GEMV (T = 1) is AVX2's: on Zen 4 its 256-bit loads stream a
  * GPT-2-small step from DRAM ~8% faster than 512-bit ones (bench_model,
  * same run), and from L3 they tie. */
-static void matmul_avx512(float *y, const float *x, const float *w, const float *b, int T, int in,
-                          int out, int o0, int o1) {
+void tg_matmul_avx512(float *y, const float *x, const float *w, const float *b, int T, int in,
+                      int out, int o0, int o1) {
     if (T == 1)
         tg_matmul_avx2(y, x, w, b, T, in, out, o0, o1);
     else
         matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
-void tg_kernels_init_matmul_avx512(tg_kernels *k) { k->matmul = matmul_avx512; }
+/* the f32 column of the typed table (ldw == 4·IN) */
+static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
+                         int T, int in, int out, int o0, int o1) {
+    (void)ldw;
+    tg_matmul_avx512(y, x, w, b, T, in, out, o0, o1);
+}
+
+void tg_kernels_init_matmul_avx512(tg_kernels *k) {
+    k->matmul = tg_matmul_avx512;
+    k->matmul_w[TG_WTYPE_F32] = matmul_f32_w;
+}

@@ -11,6 +11,14 @@ void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, in
 void tg_kernels_init_ops_avx2(tg_kernels *k);
 void tg_kernels_init_train_avx2(tg_kernels *k);
 void tg_kernels_init_matmul_avx512(tg_kernels *k);
+/* The AVX-512 matmul (tg_kernels.matmul's contract). */
+void tg_matmul_avx512(float *y, const float *x, const float *w, const float *b, int T, int in,
+                      int out, int o0, int o1);
+/* The typed-weight kernels (quant_*.c): AVX2, AVX2 + AVX-VNNI, AVX-512 +
+ * AVX512-VNNI. */
+void tg_kernels_init_quant_avx2(tg_kernels *k);
+void tg_kernels_init_quant_avxvnni(tg_kernels *k);
+void tg_kernels_init_quant_avx512vnni(tg_kernels *k);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
 void tg_kernels_init_train_avx512(tg_kernels *k);
 #endif

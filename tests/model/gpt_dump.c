@@ -68,27 +68,28 @@ static int load_raw(tg_gpt2_model *m, const char *path, float **blob) {
     free(buf);
     *blob = p;
     tg_gpt2_weights *w = &m->w;
-    w->wte = p, p += V * E;
+    int iE = (int)E, iF = (int)F;
+    w->wte = tg_weight_f32(p, (int)V, iE), p += V * E;
     w->wpe = p, p += (size_t)c->n_ctx * E;
     w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
     for (int l = 0; l < c->n_layer; l++) {
         tg_gpt2_layer *y = &w->layers[l];
         y->ln1_w = p, p += E;
         y->ln1_b = p, p += E;
-        y->qkv_w = p, p += 3 * E * E;
+        y->qkv_w = tg_weight_f32(p, 3 * iE, iE), p += 3 * E * E;
         y->qkv_b = p, p += 3 * E;
-        y->proj_w = p, p += E * E;
+        y->proj_w = tg_weight_f32(p, iE, iE), p += E * E;
         y->proj_b = p, p += E;
         y->ln2_w = p, p += E;
         y->ln2_b = p, p += E;
-        y->up_w = p, p += F * E;
+        y->up_w = tg_weight_f32(p, iF, iE), p += F * E;
         y->up_b = p, p += F;
-        y->down_w = p, p += E * F;
+        y->down_w = tg_weight_f32(p, iE, iF), p += E * F;
         y->down_b = p, p += E;
     }
     w->lnf_w = p, p += E;
     w->lnf_b = p, p += E;
-    w->lm_head = tied ? w->wte : p;
+    w->lm_head = tied ? w->wte : tg_weight_f32(p, (int)V, iE);
     w->tied = tied;
     m->has_weights = 1;
     return 0;

@@ -35,27 +35,27 @@ static void make_model(rand_model *r, int n_head) {
     tg_gpt2_config *c = &r->m.cfg;
     *c = (tg_gpt2_config){L, n_head, E, C, V, F, 1e-5f};
     tg_gpt2_weights *w = &r->m.w;
-    w->wte = p, p += V * E;
+    w->wte = tg_weight_f32(p, V, E), p += V * E;
     w->wpe = p, p += C * E;
     for (int l = 0; l < L; l++) {
         tg_gpt2_layer *y = &r->layers[l];
         y->ln1_w = p, p += E;
         y->ln1_b = p, p += E;
-        y->qkv_w = p, p += 3 * E * E;
+        y->qkv_w = tg_weight_f32(p, 3 * E, E), p += 3 * E * E;
         y->qkv_b = p, p += 3 * E;
-        y->proj_w = p, p += E * E;
+        y->proj_w = tg_weight_f32(p, E, E), p += E * E;
         y->proj_b = p, p += E;
         y->ln2_w = p, p += E;
         y->ln2_b = p, p += E;
-        y->up_w = p, p += F * E;
+        y->up_w = tg_weight_f32(p, F, E), p += F * E;
         y->up_b = p, p += F;
-        y->down_w = p, p += E * F;
+        y->down_w = tg_weight_f32(p, E, F), p += E * F;
         y->down_b = p, p += E;
     }
     w->layers = r->layers;
     w->lnf_w = p, p += E;
     w->lnf_b = p, p += E;
-    w->lm_head = p;
+    w->lm_head = tg_weight_f32(p, V, E);
     r->m.has_weights = 1;
 }
 

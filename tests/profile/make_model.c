@@ -48,22 +48,22 @@ int main(int argc, char **argv) {
                           .n_vocab = vocab.n_tokens, .n_ff = 4 * E, .ln_eps = 1e-5f};
     size_t e = (size_t)E, F = 4 * e, V = (size_t)cfg.n_vocab;
     tg_gpt2_weights w = {0};
-    w.wte = fill(V * e, 0, 0.02f);
+    w.wte = tg_weight_f32(fill(V * e, 0, 0.02f), (int)V, E);
     w.wpe = fill((size_t)C * e, 0, 0.01f);
     w.layers = calloc((size_t)L, sizeof *w.layers);
     for (int l = 0; l < L; l++) {
         tg_gpt2_layer *ly = &w.layers[l];
         ly->ln1_w = fill(e, 1, 0);
         ly->ln1_b = fill(e, 0, 0);
-        ly->qkv_w = fill(3 * e * e, 0, 0.02f);
+        ly->qkv_w = tg_weight_f32(fill(3 * e * e, 0, 0.02f), 3 * E, E);
         ly->qkv_b = fill(3 * e, 0, 0);
-        ly->proj_w = fill(e * e, 0, 0.02f);
+        ly->proj_w = tg_weight_f32(fill(e * e, 0, 0.02f), E, E);
         ly->proj_b = fill(e, 0, 0);
         ly->ln2_w = fill(e, 1, 0);
         ly->ln2_b = fill(e, 0, 0);
-        ly->up_w = fill(F * e, 0, 0.02f);
+        ly->up_w = tg_weight_f32(fill(F * e, 0, 0.02f), 4 * E, E);
         ly->up_b = fill(F, 0, 0);
-        ly->down_w = fill(e * F, 0, 0.02f);
+        ly->down_w = tg_weight_f32(fill(e * F, 0, 0.02f), E, 4 * E);
         ly->down_b = fill(e, 0, 0);
     }
     w.lnf_w = fill(e, 1, 0);

@@ -264,7 +264,7 @@ def check_docs(ck, exe, build, cmds):
         ck.check(offered == want, "completion, %s: missing %s, extra %s"
                  % (cmd, sorted(want - offered), sorted(offered - want)))
     ck.check(complete(comp, ["tinygpt", "eval", "--isa", "a"]) == {"avx2", "avx512"}, "completion of --isa a")
-    ck.check(complete(comp, ["tinygpt", "convert", "--dtype", ""]) == {"f32", "f16"}, "completion of --dtype")
+    ck.check(complete(comp, ["tinygpt", "convert", "--dtype", ""]) == {"f32", "f16", "bf16", "q8_0", "q4_0"}, "completion of --dtype")
     ck.check("etc" in complete(comp, ["tinygpt", "eval", "-f", "et"]), "completion of a file after -f")
 
 

@@ -314,5 +314,29 @@ with tempfile.TemporaryDirectory() as tmp:
     r = expect(["inspect", "--json", p("v.gguf")], 0)
     check(json.loads(r.stdout)["n_vocab"] == 257, "vocab-from")
 
+    # quantize: every type, the LM head kept apart, metadata and tokenizer kept,
+    # the same greedy text as f32 from q8_0, bad input
+    expect(["init", "--layers", "1", "--heads", "2", "--embd", "64", "--ctx", "16", "--byte-vocab",
+            "-o", p("w64.gguf")], 0)
+    src = json.loads(expect(["inspect", "--json", p("w64.gguf")], 0).stdout)
+    for typ, ggml in (("f16", "F16"), ("bf16", "BF16"), ("q8_0", "Q8_0"), ("q4_0", "Q4_0"), ("f32", "F32")):
+        r = expect(["quantize", p("w64.gguf"), p("w-" + typ + ".gguf"), "--type", typ, "--keep-output", "f32"], 0)
+        check(b"MB ->" in r.stdout, f"quantize {typ}: no size summary: {r.stdout!r}")
+        j = json.loads(expect(["inspect", "--json", p("w-" + typ + ".gguf")], 0).stdout)
+        types = {t["name"]: t["type"] for t in j["tensors"]}
+        check(types["blk.0.ffn_up.weight"] == ggml and types["blk.0.ffn_up.bias"] == "F32" and
+              types["output.weight"] == "F32", f"quantize {typ}: types {types}")
+        check(types["position_embd.weight"] == ("F32" if typ.startswith("q") or typ == "f32" else ggml),
+              f"quantize {typ}: position_embd is {types['position_embd.weight']}")
+        check(j["n_vocab"] == src["n_vocab"] and j["n_embd"] == 64, f"quantize {typ}: config {j}")
+    expect(["quantize", p("w64.gguf"), p("bad.gguf"), "--type", "q5_0"], 2, b"--type")
+    expect(["quantize", p("w64.gguf")], 2, b"required")
+    expect(["quantize", p("missing.gguf"), p("bad.gguf"), "--type", "q8_0"], 1, b"missing")
+    expect(["quantize", m, p("bad.gguf"), "--type", "q8_0"], 1, b"multiples of 32")
+    check(not os.path.exists(p("bad.gguf")), "a failed quantize left its output")
+    gen = [expect(["generate", "-m", f, "-p", "ab", "-n", "8", "--temp", "0"], 0).stdout
+           for f in (p("w64.gguf"), p("w-q8_0.gguf"))]
+    check(len(gen[0]) > 2, f"generate printed {gen[0]!r}")
+
 print(f"cli_test: {failures} failed")
 sys.exit(1 if failures else 0)

@@ -268,6 +268,7 @@ Test(hostile, fields) {
     CASE(set32(&b, L.t0_type, 99), TG_ERR_FORMAT, "unknown tensor type 99");
     CASE(set32(&b, L.t0_type, 4), TG_ERR_FORMAT, "unknown tensor type 4"); /* removed Q4_2 */
     CASE((set32(&b, L.t0_type, TG_GGML_Q8_0), set64(&b, L.t0_dim0, 33)), TG_ERR_FORMAT, "block size");
+    CASE((set32(&b, L.t0_type, TG_GGML_Q4_0), set64(&b, L.t0_dim0, 48)), TG_ERR_FORMAT, "block size");
     CASE(set64(&b, L.t0_offset, 4), TG_ERR_FORMAT, "not a multiple of the alignment");
     CASE(set64(&b, L.t0_offset, 1ull << 60), TG_ERR_FORMAT, "past the end");
     CASE(set64(&b, L.t0_offset, UINT64_MAX - 31), TG_ERR_FORMAT, "past the end");
@@ -418,6 +419,61 @@ Test(binding, truncated_model_at_every_byte, .timeout = 120) {
     test_model_free(&t);
 }
 
+/* Block-typed models (matrices kept Q8_0 / Q4_0 in the mapping) cut at every
+ * byte: a clear format error, never a crash or a read past the end; whole,
+ * they load with their matrices in the file's type. A width that is not a
+ * multiple of 32 cannot be written in a block type. */
+Test(binding, block_types_truncated, .timeout = 120) {
+    test_model t;
+    test_model_make(&t, 1, 1, 32, 4, 1);
+    char *dir = test_tmpdir(), path[512], p[512];
+    snprintf(path, sizeof path, "%s/q.gguf", dir);
+    const tg_dtype types[2] = {TG_DTYPE_Q4_0, TG_DTYPE_Q8_0};
+    const tg_wtype wt[2] = {TG_WTYPE_Q4_0, TG_WTYPE_Q8_0};
+    for (int k = 0; k < 2; k++) {
+        tg_err err;
+        cr_assert_eq(tg_gpt2_save(path, &t.cfg, &t.w, &t.vocab, types[k], &err), TG_OK, "%s", err.msg);
+        tg_gpt2_model m;
+        cr_assert_eq(tg_gpt2_load(&m, path, 0, &err), TG_OK, "%s", err.msg);
+        cr_assert_eq(m.w.layers[0].up_w.type, wt[k]);
+        cr_assert_eq(m.w.wte.type, wt[k]);
+        cr_assert_eq(m.w.layers[0].up_w.row_bytes, tg_wtype_row_bytes(wt[k], 32));
+        tg_gpt2_free(&m);
+        size_t cap = 1 << 20, len;
+        char *buf = malloc(cap);
+        FILE *f = fopen(path, "rb");
+        len = fread(buf, 1, cap, f);
+        fclose(f);
+        int fd = memfd_create("cut", 0);
+        cr_assert(fd >= 0);
+        cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        /* every byte of the last 2 KB (the last tensors' blocks), every 7th
+         * before (the f32 test above covers the header at every byte) */
+        for (size_t n = len; n-- > 0;) {
+            if (n + 2048 < len && n % 7) continue;
+            cr_assert_eq(ftruncate(fd, (off_t)n), 0);
+            tg_status s = tg_gpt2_load(&m, p, 0, &err);
+            if (s == TG_OK) {
+                if (n < len - 31) cr_assert_fail("%s: a file cut to %zu of %zu bytes loaded", tg_wtype_name(wt[k]), n, len);
+                tg_gpt2_free(&m);
+            } else if (s != TG_ERR_FORMAT) {
+                cr_assert_fail("cut to %zu: status %d: %s", n, s, err.msg);
+            }
+        }
+        close(fd);
+        free(buf);
+    }
+    test_model_free(&t);
+    test_model_make(&t, 1, 1, 8, 4, 1);
+    tg_err err;
+    cr_assert_eq(tg_gpt2_save(path, &t.cfg, &t.w, &t.vocab, TG_DTYPE_Q4_0, &err), TG_ERR_ARG);
+    cr_assert(strstr(err.msg, "multiples of 32"), "%s", err.msg);
+    test_rmdir(dir);
+    free(dir);
+    test_model_free(&t);
+}
+
 /* Rewrites one key or drops one tensor through the writer API. */
 typedef void (*edit_fn)(tg_gguf_writer *w, test_model *t);
 
@@ -526,9 +582,9 @@ Test(binding, tensors_by_name) {
         tg_gpt2_model m;
         cr_assert_eq(tg_gpt2_load(&m, p2, 0, &err), TG_OK, "%s", err.msg);
         cr_assert(m.w.tied);
-        cr_assert_eq(m.w.lm_head, m.w.wte);
-        cr_assert(!memcmp(m.w.layers[1].down_w, t.w.layers[1].down_w, 8 * 32 * sizeof(float)));
-        cr_assert(!memcmp(m.w.wte, t.w.wte, 257 * 8 * sizeof(float)));
+        cr_assert_eq(m.w.lm_head.data, m.w.wte.data);
+        cr_assert(!memcmp(m.w.layers[1].down_w.data, t.w.layers[1].down_w.data, 8 * 32 * sizeof(float)));
+        cr_assert(!memcmp(m.w.wte.data, t.w.wte.data, 257 * 8 * sizeof(float)));
         tg_gpt2_free(&m);
     }
     test_rmdir(dir);
@@ -675,7 +731,7 @@ Test(finite, every_type_finds_the_first_bad_element) {
 Test(finite, f16_tensor_rejected_at_load) {
     test_model t;
     test_model_make(&t, 1, 1, 8, 4, 0);
-    ((float *)t.w.layers[0].up_w)[37] = 1e6f; /* > 65504: inf once stored as F16 */
+    ((float *)t.w.layers[0].up_w.data)[37] = 1e6f; /* > 65504: inf once stored as F16 */
     char *dir = test_tmpdir(), p[512];
     snprintf(p, sizeof p, "%s/h.gguf", dir);
     tg_err err;
@@ -686,7 +742,8 @@ Test(finite, f16_tensor_rejected_at_load) {
                   strstr(err.msg, "(+inf) at index 37"),
               "%s", err.msg);
     cr_assert_eq(tg_gpt2_load(&m, p, TG_LOAD_NO_CHECK, &err), TG_OK, "%s", err.msg);
-    cr_assert(isinf(m.w.layers[0].up_w[37]));
+    cr_assert_eq(m.w.layers[0].up_w.type, TG_WTYPE_F16, "kept in its type");
+    cr_assert(isinf(test_f32(&m.w.layers[0].up_w)[37]));
     tg_gpt2_free(&m);
     cr_assert_eq(tg_gpt2_load(&m, p, TG_LOAD_VOCAB_ONLY, &err), TG_OK, "vocab only: no scan");
     tg_gpt2_free(&m);

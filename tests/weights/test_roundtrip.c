@@ -40,7 +40,7 @@ static void roundtrip(int tied) {
     cr_assert(!memcmp(&m.cfg, &t.cfg, sizeof m.cfg), "config differs");
     TEST_FOR_EACH_TENSOR(&t.cfg, &t.w, &m.w, SAME_BITS);
     cr_assert_eq(m.w.tied, tied);
-    if (tied) cr_assert_eq(m.w.lm_head, m.w.wte);
+    if (tied) cr_assert_eq(m.w.lm_head.data, m.w.wte.data);
     check_vocab(&t.vocab, &m.vocab);
     cr_assert_eq(tg_gpt2_n_params(&m.cfg, m.w.tied), tg_gpt2_n_params(&t.cfg, tied));
     /* the file follows llama.cpp's layout: v3, 32-byte alignment, output.weight present */
@@ -55,7 +55,7 @@ static void roundtrip(int tied) {
     /* vocab-only load of the same file */
     cr_assert_eq(tg_gpt2_load(&m, path, 1, &err), TG_OK, "%s", err.msg);
     cr_assert(!m.has_weights);
-    cr_assert_null(m.w.wte);
+    cr_assert_null(m.w.wte.data);
     check_vocab(&t.vocab, &m.vocab);
     tg_gpt2_free(&m);
     test_rmdir(dir);
@@ -74,8 +74,8 @@ Test(roundtrip, overwrite_is_atomic) {
     snprintf(path, sizeof path, "%s/m.gguf", dir);
     tg_err err;
     cr_assert_eq(tg_gpt2_save(path, &t.cfg, &t.w, &t.vocab, TG_DTYPE_F32, &err), TG_OK, "%s", err.msg);
-    const float *keep = t.w.layers[0].up_w;
-    t.w.layers[0].up_w = NULL; /* makes the writer fail before writing */
+    tg_weight keep = t.w.layers[0].up_w;
+    t.w.layers[0].up_w.data = NULL; /* makes the writer fail before writing */
     cr_assert_neq(tg_gpt2_save(path, &t.cfg, &t.w, &t.vocab, TG_DTYPE_F32, &err), TG_OK);
     cr_assert(strstr(err.msg, "blk.0.ffn_up.weight"), "%s", err.msg);
     t.w.layers[0].up_w = keep;
@@ -309,9 +309,9 @@ Test(roundtrip, q8_0_model) {
     tg_gguf_set_f32(q, "gpt2.attention.layer_norm_epsilon", 1e-5f, &err);
     const tg_gpt2_layer *y = &t.w.layers[0];
     struct { const char *name; const float *x; int64_t rows, cols; } mats[] = {
-        {"token_embd.weight", t.w.wte, 257, 32}, {"position_embd.weight", t.w.wpe, 8, 32},
-        {"blk.0.attn_qkv.weight", y->qkv_w, 96, 32}, {"blk.0.attn_output.weight", y->proj_w, 32, 32},
-        {"blk.0.ffn_up.weight", y->up_w, 128, 32}, {"blk.0.ffn_down.weight", y->down_w, 32, 128}};
+        {"token_embd.weight", test_f32(&t.w.wte), 257, 32}, {"position_embd.weight", t.w.wpe, 8, 32},
+        {"blk.0.attn_qkv.weight", test_f32(&y->qkv_w), 96, 32}, {"blk.0.attn_output.weight", test_f32(&y->proj_w), 32, 32},
+        {"blk.0.ffn_up.weight", test_f32(&y->up_w), 128, 32}, {"blk.0.ffn_down.weight", test_f32(&y->down_w), 32, 128}};
     for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
         int64_t ne[2] = {mats[i].cols, mats[i].rows};
         cr_assert_eq(tg_gguf_add_tensor_f32(q, mats[i].name, 2, ne, mats[i].x, TG_GGML_Q8_0, &err), TG_OK, "%s", err.msg);
@@ -329,8 +329,10 @@ Test(roundtrip, q8_0_model) {
     tg_gpt2_model m;
     cr_assert_eq(tg_gpt2_load(&m, path, 0, &err), TG_OK, "%s", err.msg);
     cr_assert(m.w.tied);
-    const float *got[] = {m.w.wte, m.w.wpe, m.w.layers[0].qkv_w, m.w.layers[0].proj_w, m.w.layers[0].up_w,
-                          m.w.layers[0].down_w};
+    /* the matrices stay Q8_0 (decoded here), the position embedding became f32 */
+    cr_assert_eq(m.w.layers[0].up_w.type, TG_WTYPE_Q8_0);
+    const float *got[] = {test_f32(&m.w.wte), m.w.wpe, test_f32(&m.w.layers[0].qkv_w), test_f32(&m.w.layers[0].proj_w),
+                          test_f32(&m.w.layers[0].up_w), test_f32(&m.w.layers[0].down_w)};
     for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
         size_t n = (size_t)(mats[i].rows * mats[i].cols);
         for (size_t b = 0; b < n / 32; b++) {

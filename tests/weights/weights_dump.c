@@ -5,11 +5,24 @@
  * output_norm w/b, output), and prints the config as JSON on stdout.
  * Exit 1 with the loader's message if it fails. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "weights/gpt2.h"
 
 static int put(FILE *f, const float *x, size_t n) { return fwrite(x, sizeof *x, n, f) == n; }
+
+/* a matrix row by row, decoded to f32 when it is typed */
+static int put_matrix(FILE *f, const tg_weight *v) {
+    float *row = malloc(sizeof(float) * (size_t)v->cols);
+    int ok = row != NULL;
+    for (int r = 0; r < v->rows && ok; r++) {
+        tg_dequantize_row(v->type, row, (const char *)v->data + (size_t)r * v->row_bytes, v->cols);
+        ok = put(f, row, (size_t)v->cols);
+    }
+    free(row);
+    return ok;
+}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -25,16 +38,16 @@ int main(int argc, char **argv) {
     FILE *f = fopen(argv[2], "wb");
     if (!f) return 1;
     const tg_gpt2_config *c = &m.cfg;
-    size_t E = (size_t)c->n_embd, F = (size_t)c->n_ff, V = (size_t)c->n_vocab;
-    int ok = put(f, m.w.wte, V * E) && put(f, m.w.wpe, (size_t)c->n_ctx * E);
+    size_t E = (size_t)c->n_embd, F = (size_t)c->n_ff;
+    int ok = put_matrix(f, &m.w.wte) && put(f, m.w.wpe, (size_t)c->n_ctx * E);
     for (int l = 0; l < c->n_layer; l++) {
         const tg_gpt2_layer *y = &m.w.layers[l];
-        ok = ok && put(f, y->ln1_w, E) && put(f, y->ln1_b, E) && put(f, y->qkv_w, 3 * E * E) &&
-             put(f, y->qkv_b, 3 * E) && put(f, y->proj_w, E * E) && put(f, y->proj_b, E) &&
-             put(f, y->ln2_w, E) && put(f, y->ln2_b, E) && put(f, y->up_w, F * E) && put(f, y->up_b, F) &&
-             put(f, y->down_w, E * F) && put(f, y->down_b, E);
+        ok = ok && put(f, y->ln1_w, E) && put(f, y->ln1_b, E) && put_matrix(f, &y->qkv_w) &&
+             put(f, y->qkv_b, 3 * E) && put_matrix(f, &y->proj_w) && put(f, y->proj_b, E) &&
+             put(f, y->ln2_w, E) && put(f, y->ln2_b, E) && put_matrix(f, &y->up_w) && put(f, y->up_b, F) &&
+             put_matrix(f, &y->down_w) && put(f, y->down_b, E);
     }
-    ok = ok && put(f, m.w.lnf_w, E) && put(f, m.w.lnf_b, E) && put(f, m.w.lm_head, V * E);
+    ok = ok && put(f, m.w.lnf_w, E) && put(f, m.w.lnf_b, E) && put_matrix(f, &m.w.lm_head);
     ok = (fclose(f) == 0) && ok;
     printf("{\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"n_ctx\": %d, \"n_vocab\": %d, \"n_ff\": %d, "
            "\"ln_eps\": %.9g, \"tied\": %d, \"n_tokens\": %d, \"n_merges\": %d, \"bos\": %d, \"eos\": %d, "

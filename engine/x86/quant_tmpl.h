@@ -1,0 +1,229 @@
+/* quant_tmpl.h — the x86 typed-weight kernels written once (256-bit vectors),
+ * included by quant_avx2.c, quant_avxvnni.c and quant_avx512.c, each built
+ * with its own flags, after defining:
+ *
+ *   DOT32(acc, u, s)   acc (8 × int32) += Σ of 4 adjacent u8·s8 products
+ *                      per lane: vpmaddubsw + vpmaddwd (AVX2), vpdpbusd
+ *                      (AVX-VNNI / AVX512-VNNI on ymm)
+ *   MATMUL_F32         the ISA's f32 matmul (tg_kernels.matmul's contract)
+ *   SUFFIX             the name suffix of the init function
+ *
+ * Y[T,OUT] = X · W[OUT,IN]ᵀ + b, columns o0..o1-1 (tg_kernels.matmul_w):
+ *
+ *   T == 1, Q8_0/Q4_0  the decode GEMV on integer dot products: per block
+ *          the signed products are made unsigned × signed (|w| · sign(w)x,
+ *          exact), summed in int32, converted and scaled by d_w·d_x into
+ *          one of two f32 accumulators: one weight row at a time, a single
+ *          sequential stream.
+ *   T == 1, F16/BF16   the weights widened to f32 in registers (F16C
+ *          vcvtph2ps; bfloat16 by a 16-bit shift), four FMA chains.
+ *   T > 1  every type: ~2 MB of W's rows at a time decoded to f32 (and
+ *          for Q8_0/Q4_0 X's blocks decoded too, exactly) and handed to the
+ *          ISA's f32 matmul, whose every output is independent of the rows
+ *          around it. (An int8 GEMM on vpdpbusd is the next step: this one
+ *          runs at the f32 GEMM's speed plus one decode pass over W.)
+ *
+ * Results do not depend on o0/o1: each row is computed by the same
+ * operations wherever it falls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/x86/x86.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+static inline float hsum8(__m256 v) {
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
+
+/* IEEE half -> f32 of one scale (F16C) */
+static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+/* 32 int8 of a Q4_0 block: elements 0..15 are the low nibbles, 16..31 the
+ * high ones, minus 8 */
+ALWAYS_INLINE __m256i q4_unpack(const uint8_t *qs) {
+    __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
+    __m256i q = _mm256_set_m128i(hi, lo);
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+}
+
+/* 8 int32 partial sums of Σ_j w_j·x_j over one block (w, x int8, exact) */
+ALWAYS_INLINE __m256i block_dot(__m256i w, __m256i x) {
+    __m256i u = _mm256_sign_epi8(w, w); /* |w| (w = -128 gives 128 as u8) */
+    __m256i s = _mm256_sign_epi8(x, w); /* x·sign(w) */
+    __m256i acc = _mm256_setzero_si256();
+    DOT32(acc, u, s);
+    return acc;
+}
+
+/* y[o0..o1) = W · x for one token, W in Q8_0 (q4 = 0) or Q4_0 (q4 = 1) */
+ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                          const float *b, int nb, int o0, int o1) {
+    for (int o = o0; o < o1; o++) {
+        const char *wo = w + (size_t)o * ldw;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+        for (int k = 0; k < nb; k++) {
+            __m256i wq;
+            uint16_t dw;
+            if (q4) {
+                const tg_block_q4_0 *wb = (const tg_block_q4_0 *)wo + k;
+                wq = q4_unpack(wb->qs);
+                dw = wb->d;
+            } else {
+                const tg_block_q8_0 *wb = (const tg_block_q8_0 *)wo + k;
+                wq = _mm256_loadu_si256((const __m256i *)wb->qs);
+                dw = wb->d;
+            }
+            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
+            __m256 s = _mm256_cvtepi32_ps(block_dot(wq, xq));
+            __m256 d = _mm256_set1_ps(h2f(dw) * h2f(xb[k].d));
+            if (k & 1) a1 = _mm256_fmadd_ps(s, d, a1);
+            else a0 = _mm256_fmadd_ps(s, d, a0);
+        }
+        float v = hsum8(_mm256_add_ps(a0, a1));
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
+/* 8 weights of a half (h16) or bfloat16 row as f32 */
+ALWAYS_INLINE __m256 load8_half(int h16, const uint16_t *p) {
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (h16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+ALWAYS_INLINE float half_scalar(int h16, uint16_t v) { return h16 ? h2f(v) : tg_bf16_to_f32(v); }
+
+/* y[o0..o1) = W · x for one token, W in IEEE half (h16) or bfloat16 */
+ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, size_t ldw,
+                             const float *b, int in, int o0, int o1) {
+    for (int o = o0; o < o1; o++) {
+        const uint16_t *wo = (const uint16_t *)(w + (size_t)o * ldw);
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+        __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+        int i = 0;
+        for (; i + 32 <= in; i += 32) {
+            a0 = _mm256_fmadd_ps(load8_half(h16, wo + i), _mm256_loadu_ps(x + i), a0);
+            a1 = _mm256_fmadd_ps(load8_half(h16, wo + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+            a2 = _mm256_fmadd_ps(load8_half(h16, wo + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+            a3 = _mm256_fmadd_ps(load8_half(h16, wo + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+        }
+        for (; i + 8 <= in; i += 8)
+            a0 = _mm256_fmadd_ps(load8_half(h16, wo + i), _mm256_loadu_ps(x + i), a0);
+        float v = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+        for (; i < in; i++) v += half_scalar(h16, wo[i]) * x[i]; /* tail: 1..7 */
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
+/* ---- T > 1: decode TG_ROW_BLOCK rows, then the f32 matmul ------------------ */
+
+static void decode_rows(tg_wtype t, float *dst, const char *w, size_t ldw, int in, int r0, int r1) {
+    for (int r = r0; r < r1; r++)
+        tg_dequantize_row(t, dst + (size_t)(r - r0) * in, w + (size_t)r * ldw, in);
+}
+
+static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
+                         const float *b, int T, int in, int out, int o0, int o1) {
+    const float *xf = x;
+    float *xd = NULL;
+    if (tg_wtype_q8_act(t)) { /* X's blocks as f32 (exact) */
+        size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
+        xd = malloc(sizeof(float) * (size_t)T * in);
+        if (!xd) abort(); /* kernels cannot fail; T·IN floats is the caller's activation size */
+        for (int r = 0; r < T; r++)
+            tg_dequantize_row(TG_WTYPE_Q8_0, xd + (size_t)r * in, (const char *)x + rb * r, in);
+        xf = xd;
+    }
+    /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
+     * per chunk, so chunks must not be small */
+    int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
+    rows = rows < TG_ROW_BLOCK ? TG_ROW_BLOCK : rows;
+    float *wd = malloc(sizeof(float) * (size_t)rows * (size_t)in);
+    if (!wd) abort();
+    for (int oc = o0; oc < o1; oc += rows) {
+        int nr = o1 - oc < rows ? o1 - oc : rows;
+        decode_rows(t, wd, w, ldw, in, oc, oc + nr);
+        MATMUL_F32(y + oc, xf, wd, b ? b + oc : NULL, T, in, out, 0, nr);
+    }
+    free(wd);
+    free(xd);
+}
+
+/* ---- the table entries ------------------------------------------------------ */
+
+static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
+                        int in, int out, int o0, int o1) {
+    if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    else gemm_decoded(TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
+}
+
+static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
+                        int in, int out, int o0, int o1) {
+    if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    else gemm_decoded(TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
+}
+
+static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
+                       int in, int out, int o0, int o1) {
+    if (T == 1) gemv_half(1, y, x, w, ldw, b, in, o0, o1);
+    else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1);
+}
+
+static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
+                        int in, int out, int o0, int o1) {
+    if (T == 1) gemv_half(0, y, x, w, ldw, b, in, o0, o1);
+    else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1);
+}
+
+/* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule: d = amax/127 and
+ * 1/d in scalar f32, x·(1/d) rounded to nearest even (vroundps). A block
+ * with a non-finite value goes through the reference. */
+static void quantize_q8_0(tg_block_q8_0 *q, const float *x, int n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(3.4028234663852886e38f);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int bk = 0; bk < n / TG_QK; bk++) {
+        const float *xb = x + (size_t)bk * TG_QK;
+        __m256 v[4], m = _mm256_setzero_ps();
+        int bad = 0;
+        for (int j = 0; j < 4; j++) {
+            v[j] = _mm256_loadu_ps(xb + 8 * j);
+            __m256 a = _mm256_andnot_ps(sign, v[j]);
+            bad |= _mm256_movemask_ps(_mm256_cmp_ps(a, big, _CMP_NLE_UQ)); /* NaN or inf */
+            m = _mm256_max_ps(m, a);
+        }
+        if (bad) {
+            tg_quantize_row(TG_WTYPE_Q8_0, q + bk, xb, TG_QK);
+            continue;
+        }
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float amax = _mm_cvtss_f32(h);
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        q[bk].d = tg_f32_to_f16(d);
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i i32[4];
+        for (int j = 0; j < 4; j++)
+            i32[j] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[j], vid),
+                                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256i p16a = _mm256_packs_epi32(i32[0], i32[1]), p16b = _mm256_packs_epi32(i32[2], i32[3]);
+        __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), perm);
+        _mm256_storeu_si256((__m256i *)q[bk].qs, p8);
+    }
+}
+
+#define INIT_NAME_(s) tg_kernels_init_quant_##s
+#define INIT_NAME(s) INIT_NAME_(s)
+void INIT_NAME(SUFFIX)(tg_kernels *k) {
+    k->matmul_w[TG_WTYPE_F16] = matmul_f16;
+    k->matmul_w[TG_WTYPE_BF16] = matmul_bf16;
+    k->matmul_w[TG_WTYPE_Q8_0] = matmul_q8_0;
+    k->matmul_w[TG_WTYPE_Q4_0] = matmul_q4_0;
+    k->quantize_q8_0 = quantize_q8_0;
+}

@@ -1,0 +1,506 @@
+/* test_quant.c — the typed-weight kernels: the C reference of every typed
+ * matmul against a double-precision dequantize-then-multiply oracle (which
+ * decodes the bytes itself, not through the engine), every ISA's version
+ * against the reference (guard bytes, untouched columns, tolerances from
+ * each type's rounding scaled with the length), the Q8_0 activation
+ * quantizer bit for bit on every ISA, the decoders, and the round-trip
+ * bounds of the encoders. (The byte layout itself is checked against an
+ * independent numpy implementation: quant_oracle.py.) */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/engine/checkasm.h"
+
+#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const tg_wtype typed[] = {TG_WTYPE_F16, TG_WTYPE_BF16, TG_WTYPE_Q8_0, TG_WTYPE_Q4_0};
+
+/* ---- an oracle that reads the bytes itself ----------------------------------- */
+
+static unsigned rd16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+
+/* IEEE half by its definition (sign, 5-bit exponent biased 15, 10-bit
+ * fraction), in double */
+static double half_value(unsigned h) {
+    int s = h >> 15, e = (h >> 10) & 31, f = h & 1023;
+    double v = e == 0 ? ldexp(f, -24) : e == 31 ? (f ? NAN : INFINITY) : ldexp(1024 + f, e - 25);
+    return s ? -v : v;
+}
+
+static double bf16_value(unsigned h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* element i of a row of type t, decoded from the bytes */
+static double elem(tg_wtype t, const uint8_t *row, int i) {
+    switch (t) {
+    case TG_WTYPE_F32: {
+        float f;
+        memcpy(&f, row + 4 * (size_t)i, 4);
+        return f;
+    }
+    case TG_WTYPE_F16: return half_value(rd16(row + 2 * (size_t)i));
+    case TG_WTYPE_BF16: return bf16_value(rd16(row + 2 * (size_t)i));
+    case TG_WTYPE_Q8_0: {
+        const uint8_t *blk = row + (size_t)(i / 32) * 34;
+        return half_value(rd16(blk)) * (int8_t)blk[2 + i % 32];
+    }
+    case TG_WTYPE_Q4_0: {
+        const uint8_t *blk = row + (size_t)(i / 32) * 18;
+        int j = i % 32;
+        int q = j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4;
+        return half_value(rd16(blk)) * (q - 8);
+    }
+    default: return NAN;
+    }
+}
+
+/* ---- a typed case: W[OUT,IN] encoded from random f32, X[T,IN] ------------------ */
+
+typedef struct tcase {
+    tg_wtype type;
+    int T, in, out;
+    size_t ldw;
+    uint8_t *w;       /* OUT rows of ldw bytes (malloc'd, exact size: ASan sees overruns) */
+    float *x, *b;     /* x[T,IN], b[OUT] or NULL */
+    uint8_t *xq;      /* Q8_0 of x for the integer types */
+} tcase;
+
+static tcase tc_new(ck_rng *r, tg_wtype type, int T, int in, int out, int bias) {
+    tcase c = {type, T, in, out, tg_wtype_row_bytes(type, in), NULL, NULL, NULL, NULL};
+    cr_assert(c.ldw > 0);
+    c.w = malloc(c.ldw * out);
+    float *row = malloc(sizeof(float) * (size_t)in);
+    for (int o = 0; o < out; o++) {
+        /* rows of varied magnitude, so block scales differ */
+        float s = ck_randf(r, 0.05f, 2.0f);
+        ck_fill(r, row, (size_t)in, -s, s);
+        cr_assert_eq(tg_quantize_row(type, c.w + (size_t)o * c.ldw, row, in), 0);
+    }
+    free(row);
+    c.x = ck_alloc((size_t)T * in);
+    ck_fill(r, c.x, (size_t)T * in, -1.0f, 1.0f);
+    if (bias) {
+        c.b = ck_alloc((size_t)out);
+        ck_fill(r, c.b, (size_t)out, -1.0f, 1.0f);
+    }
+    if (tg_wtype_q8_act(type)) {
+        size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
+        c.xq = malloc(rb * T);
+        for (int t = 0; t < T; t++) tg_quantize_row(TG_WTYPE_Q8_0, c.xq + rb * t, c.x + (size_t)t * in, in);
+    }
+    return c;
+}
+
+static void tc_free(tcase *c) {
+    free(c->w);
+    free(c->xq);
+    ck_free(c->x);
+    ck_free(c->b);
+}
+
+/* The kernel's input: x, or its Q8_0 blocks. */
+static const void *tc_x(const tcase *c) { return c->xq ? (const void *)c->xq : (const void *)c->x; }
+
+/* want[T,OUT] in double from the decoded bytes, and tol[T,OUT]:
+ *   float types: Σ_i x_i·w_i; tol = (IN + 8)·eps·(Σ|x_i w_i| + |b|), the
+ *     worst case of an f32 sum of IN terms in any order;
+ *   integer types: Σ_blocks (Σ_j qw·qx)·dw·dx with X dequantized from its
+ *     Q8_0 blocks. The reference sums each block exactly in int32, the SIMD
+ *     GEMV per lane (8 int32 partial sums per block), the GEMM the decoded
+ *     products one by one in f32: any grouping of the IN products in f32
+ *     is within (IN + 8)·eps·(Σ_i |w_i·x_i| + |b|). */
+static void oracle(const tcase *c, float *want, float *tol, int o0, int o1) {
+    int q = tg_wtype_q8_act(c->type), nb = c->in / 32;
+    size_t rbx = tg_wtype_row_bytes(TG_WTYPE_Q8_0, c->in);
+    for (int t = 0; t < c->T; t++)
+        for (int o = o0; o < o1; o++) {
+            const uint8_t *wr = c->w + (size_t)o * c->ldw;
+            double s = 0, a = 0;
+            if (!q) {
+                for (int i = 0; i < c->in; i++) {
+                    double p = c->x[(size_t)t * c->in + i] * elem(c->type, wr, i);
+                    s += p, a += fabs(p);
+                }
+                a *= c->in + 8;
+            } else {
+                const uint8_t *xr = c->xq + rbx * t;
+                for (int i = 0; i < nb * 32; i++) {
+                    double p = elem(c->type, wr, i) * elem(TG_WTYPE_Q8_0, xr, i);
+                    s += p, a += fabs(p);
+                }
+                a *= c->in + 8;
+            }
+            double b = c->b ? c->b[o] : 0.0;
+            want[(size_t)t * c->out + o] = (float)(s + b);
+            tol[(size_t)t * c->out + o] = (float)((a + fabs(b)) * FLT_EPSILON + fabs(s + b) * FLT_EPSILON);
+        }
+}
+
+static void run_kernel(const tg_engine *e, const tcase *c, float *y, int o0, int o1) {
+    e->k.matmul_w[c->type](y, tc_x(c), c->w, c->ldw, c->b, c->T, c->in, c->out, o0, o1);
+}
+
+/* Every engine on columns o0..o1 of one case against the double oracle with
+ * twice the reference's tolerance (the kernel's f32 sums and the
+ * reference's each round within it). The reference itself meets the
+ * tolerance once. */
+static void check_case(const tg_engine *ref, const tg_engine *eng, int n_eng, const tcase *c,
+                       int o0, int o1) {
+    size_t ny = (size_t)c->T * c->out;
+    float *want = ck_alloc(ny), *tol = ck_alloc(ny), *got = ck_alloc(ny);
+    oracle(c, want, tol, o0, o1);
+    char what[200];
+    for (int e = -1; e < n_eng; e++) {
+        const tg_engine *en = e < 0 ? ref : &eng[e];
+        ck_poison(got, ny);
+        run_kernel(en, c, got, o0, o1);
+        snprintf(what, sizeof what, "matmul_w %s %s T=%d in=%d out=%d cols %d..%d %s",
+                 tg_wtype_name(c->type), e < 0 ? "reference" : tg_isa_name(en->isa), c->T, c->in,
+                 c->out, o0, o1, c->b ? "bias" : "no bias");
+        if (e == 0) /* the kernels get the slack of both roundings */
+            for (size_t i = 0; i < ny; i++) tol[i] *= 2;
+        CK_EXPECT_GUARDS(got, "%s", what);
+        int ok = 1;
+        for (int t = 0; t < c->T && ok; t++) {
+            size_t row = (size_t)t * c->out;
+            ok = ck_untouched(got, row, row + o0, what) &&
+                 ck_untouched(got, row + o1, row + c->out, what) &&
+                 ck_close(got + row + o0, want + row + o0, tol + row + o0, (size_t)(o1 - o0), what);
+        }
+        cr_expect(ok, "%s (seed %llu)", what, (unsigned long long)ck_seed());
+    }
+    ck_free(want);
+    ck_free(tol);
+    ck_free(got);
+}
+
+/* Shapes: rows 1, 3, 17 and many; IN = 32·k for the block types (and odd
+ * lengths for f16/bf16); T = 1 (GEMV), few tokens, and the GEMM sizes. */
+Test(matmul_w, shapes) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int Ts[] = {1, 2, 3, 4, 5, 8, 9, 17, 33};
+    static const int outs[] = {1, 3, 17, 50, 129};
+    static const int ins_q[] = {32, 64, 96, 160, 256, 768};
+    static const int ins_f[] = {1, 3, 7, 17, 33, 100, 768};
+    for (int ty = 0; ty < LEN(typed); ty++) {
+        int q = tg_wtype_q8_act(typed[ty]);
+        const int *ins = q ? ins_q : ins_f;
+        int n_in = q ? LEN(ins_q) : LEN(ins_f);
+        int n = 0;
+        for (int a = 0; a < n_in; a++)
+            for (int b = 0; b < LEN(outs); b++)
+                for (int ti = 0; ti < LEN(Ts); ti++, n++) {
+                    if ((double)Ts[ti] * ins[a] * outs[b] > 3e5) continue;
+                    tcase c = tc_new(&r, typed[ty], Ts[ti], ins[a], outs[b], n & 1);
+                    check_case(&ref, eng, n_eng, &c, 0, outs[b]);
+                    tc_free(&c);
+                }
+        /* GPT-2-sized rows and the prefill GEMM */
+        static const int big[][3] = {{1, 768, 2304}, {1, 3072, 768}, {7, 768, 300},
+                                     {64, 768, 97}, {130, 256, 40}};
+        for (int s = 0; s < LEN(big); s++) {
+            tcase c = tc_new(&r, typed[ty], big[s][0], big[s][1], big[s][2], s & 1);
+            check_case(&ref, eng, n_eng, &c, 0, big[s][2]);
+            tc_free(&c);
+        }
+    }
+}
+
+/* The GPT-2 vocabulary projection: OUT = 50257 rows. */
+Test(matmul_w, vocab) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    for (int ty = 0; ty < LEN(typed); ty++)
+        for (int T = 1; T <= 2; T++) {
+            tcase c = tc_new(&r, typed[ty], T, 64, 50257, 0);
+            check_case(&ref, eng, n_eng, &c, 0, 50257);
+            tc_free(&c);
+        }
+}
+
+/* Column sub-ranges as the pool hands them out; the values must not depend
+ * on the range (bit for bit against one whole call). */
+Test(matmul_w, subranges_and_range_independent) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int shapes[][3] = {{1, 64, 17}, {1, 768, 300}, {2, 96, 129}, {3, 768, 50},
+                                    {9, 128, 97}, {33, 256, 200}};
+    for (int ty = 0; ty < LEN(typed); ty++)
+        for (int s = 0; s < LEN(shapes); s++) {
+            int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+            tcase c = tc_new(&r, typed[ty], T, in, out, s & 1);
+            int blocks = (out + TG_ROW_BLOCK - 1) / TG_ROW_BLOCK;
+            int b0 = ck_randi(&r, 0, blocks - 1), b1 = ck_randi(&r, b0 + 1, blocks);
+            int o0 = b0 * TG_ROW_BLOCK, o1 = b1 * TG_ROW_BLOCK < out ? b1 * TG_ROW_BLOCK : out;
+            check_case(&ref, eng, n_eng, &c, o0, o1);
+            size_t ny = (size_t)T * out;
+            float *whole = ck_alloc(ny), *parts = ck_alloc(ny);
+            for (int e = 0; e < n_eng; e++) {
+                run_kernel(&eng[e], &c, whole, 0, out);
+                ck_poison(parts, ny);
+                for (int p0 = 0; p0 < out;) {
+                    int p1 = p0 + TG_ROW_BLOCK * ck_randi(&r, 1, 5);
+                    if (p1 > out) p1 = out;
+                    run_kernel(&eng[e], &c, parts, p0, p1);
+                    p0 = p1;
+                }
+                CK_EXPECT_GUARDS(parts, "%s %s pieces", tg_wtype_name(c.type), tg_isa_name(eng[e].isa));
+                CK_EXPECT_BITEQUAL(whole, parts, ny, "matmul_w %s %s T=%d in=%d out=%d whole vs pieces",
+                                   tg_wtype_name(c.type), tg_isa_name(eng[e].isa), T, in, out);
+            }
+            ck_free(whole);
+            ck_free(parts);
+            tc_free(&c);
+        }
+}
+
+/* tg_matmul_w (quantize X once, then the pool) gives the same bits on 1..4
+ * threads, and the same as the kernel called directly. */
+Test(matmul_w, threads_bitidentical) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    tg_pool *pools[4];
+    for (int p = 0; p < 4; p++) {
+        tg_err err;
+        cr_assert(tg_pool_create(&pools[p], p + 1, &err) == TG_OK, "%s", err.msg);
+    }
+    static const int shapes[][3] = {{1, 768, 2304}, {3, 768, 1000}, {33, 256, 1000}};
+    for (int ty = 0; ty < LEN(typed); ty++)
+        for (int s = 0; s < LEN(shapes); s++) {
+            int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+            tcase c = tc_new(&r, typed[ty], T, in, out, s & 1);
+            tg_weight w = {c.type, c.w, out, in, c.ldw};
+            size_t ny = (size_t)T * out, nws = tg_matmul_ws(c.type, T, in);
+            void *ws = nws ? malloc(nws) : NULL;
+            float *y1 = ck_alloc(ny), *yn = ck_alloc(ny);
+            for (int e = 0; e < n_eng; e++) {
+                run_kernel(&eng[e], &c, y1, 0, out);
+                for (int p = 0; p < 4; p++) {
+                    ck_poison(yn, ny);
+                    tg_matmul_w(&eng[e], pools[p], yn, c.x, &w, c.b, T, ws);
+                    CK_EXPECT_GUARDS(yn, "tg_matmul_w %d threads", p + 1);
+                    CK_EXPECT_BITEQUAL(y1, yn, ny, "tg_matmul_w %s %s T=%d: kernel vs %d threads",
+                                       tg_wtype_name(c.type), tg_isa_name(eng[e].isa), T, p + 1);
+                }
+            }
+            free(ws);
+            ck_free(y1);
+            ck_free(yn);
+            tc_free(&c);
+        }
+    for (int p = 0; p < 4; p++) tg_pool_free(pools[p]);
+}
+
+/* A NaN in row t of X makes row t of Y NaN on every type and ISA (a block
+ * holding it gets a NaN scale); other rows stay finite. */
+Test(matmul_w, nan_row) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    for (int ty = 0; ty < LEN(typed); ty++) {
+        int T = 3, in = 96, out = 40;
+        tcase c = tc_new(&r, typed[ty], T, in, out, 1);
+        c.x[1 * in + 37] = NAN;
+        if (c.xq) {
+            size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
+            cr_expect_eq(tg_quantize_row(TG_WTYPE_Q8_0, c.xq + rb, c.x + in, in), 1);
+        }
+        float *y = ck_alloc((size_t)T * out);
+        for (int e = 0; e < n_eng; e++) {
+            run_kernel(&eng[e], &c, y, 0, out);
+            for (int o = 0; o < out; o++) {
+                cr_expect(isnan(y[out + o]), "%s %s: NaN not propagated", tg_wtype_name(c.type),
+                          tg_isa_name(eng[e].isa));
+                cr_expect(isfinite(y[o]) && isfinite(y[2 * out + o]));
+            }
+        }
+        ck_free(y);
+        tc_free(&c);
+    }
+}
+
+/* ---- the activation quantizer and the decoders ------------------------------- */
+
+/* quantize_q8_0 gives the reference's bytes on every ISA (so the integer
+ * dot products see the same numbers), including ties, zeros, tiny and huge
+ * blocks. */
+Test(quantize_q8_0, bitexact_all_isas) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int ns[] = {32, 64, 96, 768, 3072};
+    for (int s = 0; s < LEN(ns); s++) {
+        int n = ns[s], nb = n / 32;
+        float *x = ck_alloc((size_t)n);
+        ck_fill(&r, x, (size_t)n, -3.0f, 3.0f);
+        if (nb > 2) {
+            for (int j = 0; j < 32; j++) x[32 + j] = 0.0f;                 /* a zero block */
+            for (int j = 0; j < 32; j++) x[64 + j] = (float)(j - 16) * 0.5f; /* ties at 127/16 */
+        }
+        x[n - 1] = 1e-30f;
+        tg_block_q8_0 *want = malloc(sizeof *want * nb), *got = malloc(sizeof *got * nb);
+        tg_quantize_row(TG_WTYPE_Q8_0, want, x, n);
+        for (int e = 0; e < n_eng; e++) {
+            memset(got, 0xa5, sizeof *got * nb);
+            eng[e].k.quantize_q8_0(got, x, n);
+            cr_expect(!memcmp(got, want, sizeof *got * nb), "quantize_q8_0 %s n=%d differs",
+                      tg_isa_name(eng[e].isa), n);
+        }
+        free(want);
+        free(got);
+        ck_free(x);
+    }
+}
+
+/* The row decoders on every ISA equal the oracle's decoding exactly. */
+Test(dequant, all_isas) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int ns[] = {32, 96, 768, 800};
+    for (int ty = 0; ty < TG_WTYPE_COUNT; ty++)
+        for (int s = 0; s < LEN(ns); s++) {
+            int n = ns[s];
+            size_t rb = tg_wtype_row_bytes((tg_wtype)ty, n);
+            if (!rb) continue;
+            float *x = ck_alloc((size_t)n), *want = ck_alloc((size_t)n), *got = ck_alloc((size_t)n);
+            ck_fill(&r, x, (size_t)n, -2.0f, 2.0f);
+            uint8_t *row = malloc(rb);
+            tg_quantize_row((tg_wtype)ty, row, x, n);
+            for (int i = 0; i < n; i++) want[i] = (float)elem((tg_wtype)ty, row, i);
+            for (int e = 0; e < n_eng; e++) {
+                ck_poison(got, (size_t)n);
+                eng[e].k.dequant[ty](got, row, n);
+                CK_EXPECT_GUARDS(got, "dequant %s", tg_wtype_name((tg_wtype)ty));
+                CK_EXPECT_BITEQUAL(got, want, (size_t)n, "dequant %s %s n=%d",
+                                   tg_wtype_name((tg_wtype)ty), tg_isa_name(eng[e].isa), n);
+            }
+            free(row);
+            ck_free(x);
+            ck_free(want);
+            ck_free(got);
+        }
+}
+
+/* ---- round trips ----------------------------------------------------------- */
+
+/* Q8_0: every element within d/2 of its value, where d = max|x|/127 is the
+ * scale the q were chosen with, plus what rounding d to a half moves:
+ * |x - d16·q| <= d/2 + 127·|d - d16| (+ the f32 rounding of d16·q). */
+Test(roundtrip, q8_0_bound) {
+    ck_rng r = ck_rng_new(__func__);
+    int n = 32 * 200;
+    float *x = ck_alloc((size_t)n), *y = ck_alloc((size_t)n);
+    for (int b = 0; b < n / 32; b++) {
+        float s = powf(10.0f, ck_randf(&r, -4.0f, 3.0f)); /* scales across the half range */
+        ck_fill(&r, x + b * 32, 32, -s, s);
+    }
+    tg_block_q8_0 *q = malloc(sizeof *q * (n / 32));
+    cr_assert_eq(tg_quantize_row(TG_WTYPE_Q8_0, q, x, n), 0);
+    tg_dequantize_row(TG_WTYPE_Q8_0, y, q, n);
+    for (int b = 0; b < n / 32; b++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+        double d = amax / 127.0f, d16 = tg_f16_to_f32(q[b].d);
+        for (int j = 0; j < 32; j++) {
+            int i = b * 32 + j;
+            double bound = d / 2 * (1 + 1e-6) + 127 * fabs(d - d16) + fabs((double)y[i]) * FLT_EPSILON;
+            cr_expect(fabs((double)x[i] - y[i]) <= bound, "q8_0 block %d elem %d: %g -> %g (bound %g)",
+                      b, j, x[i], y[i], bound);
+        }
+    }
+    free(q);
+    ck_free(x);
+    ck_free(y);
+}
+
+/* Q4_0: |err| <= |d|/2 (+ the half rounding of d, times |q - 8| <= 8),
+ * except where q was clamped to 15 (x/d in (7.5, 8]): there |d| . */
+Test(roundtrip, q4_0_bound) {
+    ck_rng r = ck_rng_new(__func__);
+    int n = 32 * 200;
+    float *x = ck_alloc((size_t)n), *y = ck_alloc((size_t)n);
+    for (int b = 0; b < n / 32; b++) {
+        float s = powf(10.0f, ck_randf(&r, -3.0f, 3.0f));
+        ck_fill(&r, x + b * 32, 32, -s, s);
+    }
+    tg_block_q4_0 *q = malloc(sizeof *q * (n / 32));
+    cr_assert_eq(tg_quantize_row(TG_WTYPE_Q4_0, q, x, n), 0);
+    tg_dequantize_row(TG_WTYPE_Q4_0, y, q, n);
+    int clamped = 0;
+    for (int b = 0; b < n / 32; b++) {
+        float m = 0;
+        for (int j = 0; j < 32; j++)
+            if (fabsf(x[b * 32 + j]) > fabsf(m)) m = x[b * 32 + j];
+        double d = fabs((double)(m / -8.0f)), d16 = fabs((double)tg_f16_to_f32(q[b].d));
+        for (int j = 0; j < 32; j++) {
+            int i = b * 32 + j;
+            int qv = j < 16 ? q[b].qs[j] & 15 : q[b].qs[j - 16] >> 4;
+            int clamp = qv == 15 && fabs(x[i]) > 7.5 * d * (1 - 1e-6);
+            clamped += clamp;
+            double bound = (clamp ? d : d / 2) * (1 + 1e-6) + 8 * fabs(d - d16) +
+                           fabs((double)y[i]) * FLT_EPSILON;
+            cr_expect(fabs((double)x[i] - y[i]) <= bound, "q4_0 block %d elem %d: %g -> %g (bound %g)",
+                      b, j, x[i], y[i], bound);
+        }
+    }
+    cr_expect(clamped > 0, "no block exercised the clamped end");
+    free(q);
+    ck_free(x);
+    ck_free(y);
+}
+
+/* Non-finite input: the block gets a NaN scale and is counted; f16/bf16
+ * keep inf as inf and NaN as NaN, round to nearest even at a tie. */
+Test(roundtrip, nonfinite_and_ties) {
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)i / 64;
+    x[5] = NAN;
+    x[40] = INFINITY;
+    tg_block_q8_0 q8[2];
+    tg_block_q4_0 q4[2];
+    cr_expect_eq(tg_quantize_row(TG_WTYPE_Q8_0, q8, x, 64), 2);
+    cr_expect_eq(tg_quantize_row(TG_WTYPE_Q4_0, q4, x, 64), 2);
+    cr_expect(isnan(tg_f16_to_f32(q8[0].d)) && isnan(tg_f16_to_f32(q4[1].d)));
+    uint16_t h[4];
+    float v[4] = {INFINITY, -INFINITY, NAN, 1.0f + 0x1p-11f}; /* the last a tie between halves */
+    cr_expect_eq(tg_quantize_row(TG_WTYPE_F16, h, v, 4), 3);
+    cr_expect(h[0] == 0x7c00 && h[1] == 0xfc00 && (h[2] & 0x7c00) == 0x7c00 && (h[2] & 0x3ff));
+    cr_expect_eq(h[3], 0x3c00, "1 + 2^-11 rounds to even 1.0, got %04x", h[3]);
+    float t2 = 1.0f + 3 * 0x1p-11f; /* tie between 1+2^-10 and 1+2^-9: even is 1+2^-9 */
+    cr_expect_eq(tg_f32_to_f16(t2), 0x3c02);
+    uint16_t bh[4];
+    float bv[4] = {INFINITY, NAN, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f};
+    tg_quantize_row(TG_WTYPE_BF16, bh, bv, 4);
+    cr_expect(bh[0] == 0x7f80 && (bh[1] & 0x7f80) == 0x7f80 && (bh[1] & 0x7f));
+    cr_expect_eq(bh[2], 0x3f80);
+    cr_expect_eq(bh[3], 0x3f82);
+}
+
+/* Row sizes and names. */
+Test(wtype, sizes) {
+    cr_expect_eq(tg_wtype_row_bytes(TG_WTYPE_Q8_0, 64), 68u);
+    cr_expect_eq(tg_wtype_row_bytes(TG_WTYPE_Q4_0, 64), 36u);
+    cr_expect_eq(tg_wtype_row_bytes(TG_WTYPE_Q4_0, 33), 0u);
+    cr_expect_eq(tg_wtype_row_bytes(TG_WTYPE_BF16, 33), 66u);
+    tg_wtype t;
+    cr_expect(tg_wtype_parse("q4_0", &t) == TG_OK && t == TG_WTYPE_Q4_0);
+    cr_expect(tg_wtype_parse("q5_0", &t) == TG_ERR_ARG);
+    cr_expect_str_eq(tg_wtype_name(TG_WTYPE_BF16), "bf16");
+}

@@ -1,0 +1,105 @@
+/* cmd_quantize.c — `tinygpt quantize IN OUT --type T [--keep-output T]`: a
+ * GGUF (or Hugging Face folder) rewritten with its matrices in another
+ * weight type. Tokenizer and metadata are kept; 1-D tensors stay f32 and so
+ * does position_embd for the block types (llama.cpp's convention); the
+ * output is written to a temporary file and renamed into place. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "weights/gguf.h"
+#include "weights/gpt2.h"
+
+static void help(FILE *f) {
+    fputs("usage: tinygpt quantize IN OUT --type f32|f16|bf16|q8_0|q4_0 [--keep-output TYPE]\n"
+          "\n"
+          "Rewrites a GPT-2 GGUF file or Hugging Face folder IN as the GGUF OUT with its\n"
+          "weight matrices in --type (ggml's layouts, so llama.cpp reads the file):\n"
+          "  --type TYPE         the matrices' type\n"
+          "  --keep-output TYPE  output.weight (the LM head) in TYPE instead (default: --type)\n"
+          "1-D tensors stay f32, and position_embd too for q8_0/q4_0. The tokenizer and\n"
+          "the other metadata are copied. Prints the sizes before and after.\n",
+          f);
+}
+
+typedef struct paths {
+    const char *p[2];
+    int n;
+} paths;
+
+static int take_path(const char *cmd, const cli_opt *o, const char *flag, const char *value) {
+    (void)o, (void)flag;
+    paths *ps = o->dst;
+    if (ps->n == 2) return cli_usage(cmd, "more than two paths given (IN OUT)"), -1;
+    ps->p[ps->n++] = value;
+    return 0;
+}
+
+/* bytes of the matrices (as held) and of everything */
+static size_t model_bytes(const tg_gpt2_model *m, size_t *matrices) {
+    const tg_gpt2_weights *w = &m->w;
+    const tg_gpt2_config *c = &m->cfg;
+    size_t mat = (size_t)w->wte.rows * w->wte.row_bytes;
+    if (!w->tied) mat += (size_t)w->lm_head.rows * w->lm_head.row_bytes;
+    for (int l = 0; l < c->n_layer; l++) {
+        const tg_gpt2_layer *y = &w->layers[l];
+        const tg_weight *v[4] = {&y->qkv_w, &y->proj_w, &y->up_w, &y->down_w};
+        for (int k = 0; k < 4; k++) mat += (size_t)v[k]->rows * v[k]->row_bytes;
+    }
+    size_t E = (size_t)c->n_embd, F = (size_t)c->n_ff;
+    size_t vec = (size_t)c->n_layer * (4 * E + 3 * E + E + F + E) + 2 * E + (size_t)c->n_ctx * E;
+    *matrices = mat;
+    return mat + 4 * vec;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    const char *type_s = NULL, *out_s = NULL;
+    paths ps = {{NULL, NULL}, 0};
+    const cli_opt opts[] = {
+        {CLI_STR("--type", NULL, &type_s)},
+        {CLI_STR("--keep-output", NULL, &out_s)},
+        {CLI_ARGS(take_path, &ps)},
+        {0},
+    };
+    int parsed = cli_parse("quantize", help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
+    if (ps.n != 2) return cli_usage("quantize", "IN and OUT are required (see tinygpt quantize --help)");
+    if (!type_s) return cli_usage("quantize", "--type is required (f32, f16, bf16, q8_0 or q4_0)");
+    tg_dtype dt, odt;
+    if (tg_dtype_parse(type_s, &dt))
+        return cli_usage("quantize", "--type must be f32, f16, bf16, q8_0 or q4_0, not '%s'", type_s);
+    odt = dt;
+    if (out_s && tg_dtype_parse(out_s, &odt))
+        return cli_usage("quantize", "--keep-output must be f32, f16, bf16, q8_0 or q4_0, not '%s'", out_s);
+
+    tg_err err = {{0}};
+    tg_gpt2_model m;
+    if (tg_gpt2_load(&m, ps.p[0], 0, &err)) return cli_error("quantize", "%s", err.msg);
+    size_t mat_in, all_in = model_bytes(&m, &mat_in);
+    tg_gguf_writer *gw = NULL;
+    tg_status s = tg_gguf_writer_new(&gw, &err);
+    /* the source's own keys first; the gpt2 writer then sets (replaces) the
+     * config, tokenizer and general.file_type */
+    const tg_gguf *src = tg_gpt2_gguf(&m);
+    for (int64_t i = 0; !s && src && i < tg_gguf_n_kv(src); i++) {
+        const tg_gguf_kv *kv = tg_gguf_kv_at(src, i);
+        if (!strcmp(kv->key, "general.alignment")) continue;
+        s = tg_gguf_set_kv_from(gw, src, kv, &err);
+    }
+    if (!s) s = tg_gpt2_to_gguf_ex(gw, &m.cfg, &m.w, &m.vocab, dt, odt, &err);
+    if (!s) s = tg_gguf_write(gw, ps.p[1], &err);
+    tg_gguf_writer_free(gw);
+    tg_gpt2_free(&m);
+    if (s) return cli_error("quantize", "%s", err.msg);
+    tg_gpt2_model q;
+    if (tg_gpt2_load(&q, ps.p[1], 0, &err)) return cli_error("quantize", "reading back %s: %s", ps.p[1], err.msg);
+    size_t mat_out, all_out = model_bytes(&q, &mat_out);
+    tg_gpt2_free(&q);
+    printf("quantize: %s -> %s (%s%s%s)\n", ps.p[0], ps.p[1], type_s, out_s ? ", output " : "", out_s ? out_s : "");
+    printf("  matrices  %10.2f MB -> %10.2f MB (%.2fx)\n", mat_in * 1e-6, mat_out * 1e-6,
+           mat_out ? (double)mat_in / mat_out : 0.0);
+    printf("  weights   %10.2f MB -> %10.2f MB (%.2fx)\n", all_in * 1e-6, all_out * 1e-6,
+           all_out ? (double)all_in / all_out : 0.0);
+    return EXIT_OK;
+}
