@@ -571,6 +571,8 @@ static void ce_bwd_rows(void *ctx, int t0, int t1, int ith) {
     }
 }
 
+const float *tg_trainer_probs(const tg_trainer *tr) { return tr->probs; }
+
 void tg_trainer_zero_grad(tg_trainer *tr) { memset(tr->grads, 0, tr->n_params * sizeof(float)); }
 
 void tg_trainer_backward(tg_trainer *tr) {

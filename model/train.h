@@ -89,6 +89,10 @@ void tg_trainer_init_params(tg_trainer *tr, uint64_t seed);
 tg_status tg_trainer_forward(tg_trainer *tr, const int *tokens, const int *targets, int B,
                              int T, float *loss, float *nll, tg_err *err);
 
+/* The softmax of the last forward's logits, [B,T,V] (valid until
+ * tg_trainer_backward, which overwrites it). */
+const float *tg_trainer_probs(const tg_trainer *tr);
+
 /* Zeroes the gradients. */
 void tg_trainer_zero_grad(tg_trainer *tr);
 /* Adds d(loss)/d(params) of the last forward to the gradients. */

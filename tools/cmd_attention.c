@@ -8,6 +8,7 @@
 #include "tools/attnviz.h"
 #include "tools/cli.h"
 #include "tools/run.h"
+#include "tools/task_cli.h"
 
 static const char *const CMD = "attention";
 static const char *const DEFAULT_PROMPT = "The researcher who wrote the paper said it was wrong.";
@@ -27,6 +28,8 @@ static void help(FILE *f) {
 }
 
 int cmd_attention(int argc, char **argv) {
+    int task_rc = task_attention_maybe(argc, argv); /* a task example: tools/task_heads.c */
+    if (task_rc >= 0) return task_rc;
     const char *model_path = NULL, *prompt = DEFAULT_PROMPT, *svg = NULL;
     long layer = -1, head = -1, query = -1, threads = 1;
     int log_scale = 0, json = 0;

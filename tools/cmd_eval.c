@@ -12,6 +12,7 @@
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/run.h"
+#include "tools/task_cli.h"
 
 static const char *const CMD = "eval";
 
@@ -40,6 +41,8 @@ static double nll(const float *logits, int V, int target) {
 }
 
 int cmd_eval(int argc, char **argv) {
+    int task_rc = task_eval_maybe(argc, argv); /* a task model or --task: tools/task_cli.c */
+    if (task_rc >= 0) return task_rc;
     const char *model_path = NULL, *text_path = NULL;
     long ctx = 0, threads = 1;
     int json = 0;

@@ -29,6 +29,7 @@
 #include "model/tokenizer.h"
 #include "model/train.h"
 #include "tools/cli.h"
+#include "tools/task_cli.h"
 
 static const char *const CMD = "train";
 
@@ -87,7 +88,8 @@ static void help(FILE *f) {
             "  --f16                store the GGUF's matrices in f16\n"
             "  --resume CKPT        continue from OUT.ckpt (its options; give the same -f)\n"
             "  --stop-at N          stop after step N as if interrupted (for tests)\n"
-            "  -t THREADS           worker threads (default 1; results do not depend on it)\n");
+            "  -t THREADS           worker threads (default 1; results do not depend on it)\n"
+            "  --task NAME          train on a synthetic task instead (train --task NAME --help)\n");
 }
 
 static double now_s(void) {
@@ -367,6 +369,7 @@ static void progress(const run *r, int tty, float loss, float val, double tok_s,
 /* ---- the command --------------------------------------------------------------- */
 
 int cmd_train(int argc, char **argv) {
+    if (task_cli_wants(argc, argv)) return task_train(argc, argv); /* tools/task_cli.c */
     train_opts o = {.layers = 4, .heads = 4, .embd = 128, .ctx = 256, .vocab = 1024, .batch = 8,
                     .steps = 1000, .warmup = -1, .eval_every = 100, .save_every = -1, .seed = 1,
                     .lr = 1e-3f, .lr_min = -1.0f, .weight_decay = 0.1f, .grad_clip = 1.0f,
