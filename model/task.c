@@ -268,6 +268,12 @@ int tg_task_token_name(const tg_task *t, int id, char *buf, size_t size) {
     }
 }
 
+tg_rng tg_task_stream(uint64_t seed, int stream) {
+    tg_rng r = {seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)stream << 56) ^ 0x7a5c5eedull};
+    tg_rng_next(&r);
+    return r;
+}
+
 static int below(tg_rng *r, int n) { return (int)(tg_rng_next(r) % (uint64_t)n); }
 
 /* k distinct sorted positions in [0, len), at least `gap` apart: uniform,

@@ -94,6 +94,14 @@ int tg_task_opts_string(const tg_task *t, char *buf, size_t size);
  * snprintf. */
 int tg_task_token_name(const tg_task *t, int id, char *buf, size_t size);
 
+/* Independent sequence streams of one seed: training batches, the
+ * trainer's own held-out checks, `tinygpt eval`, examples (`tinygpt task`,
+ * `attention`), `compare`. Evaluation never sees a training sequence's
+ * stream. */
+enum { TG_TASK_STREAM_TRAIN = 1, TG_TASK_STREAM_HELDOUT = 2, TG_TASK_STREAM_EVAL = 3,
+       TG_TASK_STREAM_SAMPLE = 4, TG_TASK_STREAM_COMPARE = 5 };
+tg_rng tg_task_stream(uint64_t seed, int stream);
+
 /* Draws one sequence from r (deterministic for its state). */
 void tg_task_sample(const tg_task *t, tg_rng *r, tg_task_seq *s);
 

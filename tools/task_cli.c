@@ -21,12 +21,6 @@
 #include "tools/run.h"
 #include "weights/gguf.h"
 
-tg_rng task_stream(uint64_t seed, int stream) {
-    tg_rng r = {seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)stream << 56) ^ 0x7a5c5eedull};
-    tg_rng_next(&r);
-    return r;
-}
-
 int task_cli_wants(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--task")) return 1;

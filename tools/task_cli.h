@@ -12,11 +12,11 @@
 #include "model/task.h"
 #include "weights/gpt2.h"
 
-/* Independent sequence streams of one seed: training batches, the trainer's
- * own held-out checks, `eval`, examples (`task`, `attention`), compare. */
-enum { TASK_STREAM_TRAIN = 1, TASK_STREAM_TRAIN_EVAL = 2, TASK_STREAM_EVAL = 3,
-       TASK_STREAM_SAMPLE = 4, TASK_STREAM_COMPARE = 5 };
-tg_rng task_stream(uint64_t seed, int stream);
+/* The sequence streams of one seed (model/task.h) the commands use. */
+enum { TASK_STREAM_TRAIN = TG_TASK_STREAM_TRAIN, TASK_STREAM_TRAIN_EVAL = TG_TASK_STREAM_HELDOUT,
+       TASK_STREAM_EVAL = TG_TASK_STREAM_EVAL, TASK_STREAM_SAMPLE = TG_TASK_STREAM_SAMPLE,
+       TASK_STREAM_COMPARE = TG_TASK_STREAM_COMPARE };
+#define task_stream tg_task_stream
 
 /* A loaded task model. */
 typedef struct task_model {
