@@ -214,6 +214,12 @@ Test(task, training_lowers_the_loss_and_records_the_task, .init = setup, .fini =
     js = slurp("out.txt");
     cr_expect(strstr(js, "#1") != NULL && strstr(js, "fixes on") != NULL, "%s", js);
     free(js);
+    /* deterministic, whatever the thread count */
+    cr_assert_eq(run("train --task offsets --embd 32 --batch 8 --steps 15 -t 1 -o o1.gguf"), 0);
+    cr_assert_eq(run("train --task offsets --embd 32 --batch 8 --steps 15 -t 2 -o o2.gguf"), 0);
+    char cmp[256];
+    snprintf(cmp, sizeof cmp, "cmp -s %s/o1.gguf %s/o2.gguf", dir, dir);
+    cr_expect_eq(system(cmp), 0, "train --task -t 1 and -t 2 wrote different models");
     /* usage errors */
     cr_expect_eq(run("train --task marked-tuple -f x.txt -o y.gguf"), 2);
     cr_expect_eq(run("train --task marked-tuple --heads 3 -o y.gguf"), 2);
