@@ -23,7 +23,8 @@ static void help(FILE *f) {
             "  --query I    the query token, 0-based (default: the last)\n"
             "  --svg FILE   write a grid of heatmaps (layers x heads, tokens x tokens)\n"
             "  --log        colour the heatmaps by log weight, so sinks do not wash out the rest\n"
-            "  --json       print every weight as JSON instead of bars\n",
+            "  --json       print every weight as JSON instead of bars\n"
+            "  a model trained with train --task (or --task NAME): an example of the task, marks labelled\n",
             DEFAULT_PROMPT);
 }
 

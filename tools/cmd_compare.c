@@ -48,7 +48,8 @@ static void help(FILE *f) {
             "  --head-tokens N  tokens of the text used for the per-head metrics and\n"
             "                   ablations, [2, 10^7] (default 2048)\n"
             "  --seed S         seed of the random induction sequences (default 1)\n"
-            "  --no-agreement   skip part 6 (needed when the vocabularies differ)\n");
+            "  --no-agreement   skip part 6 (needed when the vocabularies differ)\n"
+            "  two models trained with train --task get the task comparison instead (-n N, --seed S)\n");
 }
 
 /* ---- one model --------------------------------------------------------------- */

@@ -28,7 +28,8 @@ static void help(FILE *f) {
             "  --ctx N       window length in tokens, [2, the model's context] (default: the context)\n"
             "  --json        print {tokens, nats_per_token, perplexity, nats_per_byte, bits_per_byte}\n"
             "  -t THREADS    worker threads, [1, 1024] (default 1)\n"
-            "  --isa ISA     scalar|avx2|avx512|neon\n");
+            "  --isa ISA     scalar|avx2|avx512|neon\n"
+            "  --task NAME   score answers of a synthetic task instead (eval --task NAME --help)\n");
 }
 
 /* -log softmax(logits[V])[target], in double */
