@@ -10,7 +10,8 @@ sequences, appends one CSV row per run, and draws accuracy against heads
   bench/task_sweep.py run  --out DIR [-j 2] [--tasks ...] [--layers 1,2] [--heads 1,2,4,8]
                            [--seeds 1-5] [--steps 1500] [--embd 64] [--batch 32] [--lr 3e-3]
                            [--eval-seqs 2000] [--task-opts NAME=K=V;K=V ...] [--embd-for L=E]
-  bench/task_sweep.py plot DIR/sweep.csv -o DIR/sweep.svg      (also prints a Markdown table)
+  bench/task_sweep.py plot DIR/sweep.csv [MORE.csv ...] -o DIR/sweep.svg [--merged ALL.csv]
+                                                    (also prints a Markdown table)
 
 Runs already in the CSV (same task, options, shape, budget and seed) are
 skipped, so an interrupted sweep continues where it stopped and one can
@@ -147,7 +148,17 @@ def mean_sd(xs):
 
 
 def cmd_plot(a):
-    rows = list(csv.DictReader(open(a.csv)))
+    rows, seen = [], set()
+    for path in a.csv:  # several CSVs (e.g. of sweeps run on several machines): each run once
+        for r in csv.DictReader(open(path)):
+            if key_of(r) not in seen:
+                seen.add(key_of(r))
+                rows.append(r)
+    if a.merged:
+        with open(a.merged, "w", newline="") as f:
+            w = csv.DictWriter(f, FIELDS)
+            w.writeheader()
+            w.writerows(rows)
     cells = {}
     for r in rows:
         k = (r["task"], r["opts"], int(r["layers"]), int(r["embd"]), int(r["steps"]), int(r["heads"]))
@@ -222,8 +233,9 @@ def main():
     r.add_argument("--eval-seqs", type=int, default=2000)
     r.add_argument("--keep", action="store_true")
     q = sub.add_parser("plot")
-    q.add_argument("csv")
+    q.add_argument("csv", nargs="+")
     q.add_argument("-o", required=True)
+    q.add_argument("--merged", help="also write the deduplicated rows of all CSVs here")
     a = p.parse_args()
     return cmd_run(a) if a.cmd == "run" else cmd_plot(a)
 
