@@ -47,6 +47,7 @@ static const opt_def opt_defs[] = {
     OPT(TG_TASK_ASSOC_RECALL, "keys", keys, 1, 1000, 16),
     OPT(TG_TASK_ASSOC_RECALL, "values", values, 2, 1000, 16),
     OPT(TG_TASK_INDUCTION, "len", len, 2, 500, 12),
+    OPT(TG_TASK_INDUCTION, "jitter", spacing, 0, 498, 5),
     OPT(TG_TASK_INDUCTION, "vocab", vocab, 2, 4000, 32),
 };
 #undef OPT
@@ -129,12 +130,16 @@ static tg_status derive(tg_task *t, tg_err *err) {
         t->chance = 1.0 / t->values;
         break;
     case TG_TASK_INDUCTION:
-        if (t->len > t->vocab)
-            return tg_fail(err, TG_ERR_ARG, "%s: a block of len=%d distinct tokens needs vocab >= %d",
-                           nm, t->len, t->len);
+        if (t->spacing > t->len - 2)
+            return tg_fail(err, TG_ERR_ARG, "%s: jitter=%d leaves no answer (at most len-2 = %d)", nm,
+                           t->spacing, t->len - 2);
+        if (t->len + t->spacing > t->vocab)
+            return tg_fail(err, TG_ERR_ARG,
+                           "%s: len=%d and jitter=%d need vocab >= %d distinct tokens", nm, t->len,
+                           t->spacing, t->len + t->spacing);
         t->V = t->vocab;
         t->n = 2 * t->len;
-        t->n_answers = t->len - 1;
+        t->n_answers = t->len - t->spacing - 1;
         t->n_items = 0;
         t->chance = 1.0 / t->vocab;
         break;
@@ -349,14 +354,20 @@ void tg_task_sample(const tg_task *t, tg_rng *r, tg_task_seq *s) {
         break;
     }
     case TG_TASK_INDUCTION: {
-        int L = t->len, toks[4000];
+        /* filler of f = 2(len-b) tokens, then a block of b = len - U[0, jitter]
+         * tokens twice; all distinct, so each token's earlier occurrence is
+         * unique; the last len-jitter-1 positions are answers (all in the
+         * second copy, after its first token). The block's varying length
+         * keeps "the token len-1 back" from being the answer. */
+        int L = t->len, b = L - below(r, t->spacing + 1), f = 2 * (L - b), toks[4000];
         for (int i = 0; i < t->vocab; i++) toks[i] = i;
-        for (int i = 0; i < L; i++) {
+        for (int i = 0; i < f + b; i++) {
             int j = i + below(r, t->vocab - i), x = toks[i];
             toks[i] = toks[j], toks[j] = x;
-            s->seq[i] = s->seq[L + i] = toks[i];
         }
-        for (int i = 1; i < L; i++) s->answer[L + i] = 1, s->src[L + i] = i;
+        for (int i = 0; i < f; i++) s->seq[i] = toks[b + i];
+        for (int i = 0; i < b; i++) s->seq[f + i] = s->seq[f + b + i] = toks[i];
+        for (int a = n - t->n_answers; a < n; a++) s->answer[a] = 1, s->src[a] = a - b;
         break;
     }
     default:

@@ -24,9 +24,11 @@
  *                 (distinct keys of keys [16], values of values [16]), then
  *                 queries [4] of those keys, each followed by its value
  *                 (the answers).
- *   induction     a block of len [12] distinct tokens of vocab [32], repeated;
- *                 the answers are the second copy's tokens after its first
- *                 (Olsson et al. 2022).
+ *   induction     a block of b distinct tokens of vocab [32], repeated, after
+ *                 2(len-b) filler tokens (n = 2 len [12]); b = len - U[0,
+ *                 jitter [5]], so the distance back to the earlier copy varies
+ *                 and only content finds it; the last len-jitter-1 tokens are
+ *                 the answers (Olsson et al. 2022). jitter=0: R R exactly.
  */
 #ifndef TINYGPT_MODEL_TASK_H
 #define TINYGPT_MODEL_TASK_H
@@ -51,7 +53,7 @@ enum { TG_TASK_MAX_K = 6, TG_TASK_MAX_V = 4096, TG_TASK_MAX_N = 1024 };
 typedef struct tg_task {
     tg_task_kind kind;
     /* options (0 where the kind has none) */
-    int len, digits, k, spacing;
+    int len, digits, k, spacing;      /* spacing: induction's jitter */
     int offs[TG_TASK_MAX_K];          /* offsets: distances before "?" */
     int pairs, queries, keys, values; /* assoc-recall */
     int vocab;                        /* induction */

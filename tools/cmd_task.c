@@ -25,8 +25,8 @@ static void help(FILE *f) {
             "      offsets       len=12 digits=4 offsets=3:7: answer: the digits 3 and 7 before '?'\n"
             "      assoc-recall  pairs=8 queries=4 keys=16 values=16: key value ... then queried\n"
             "                    keys, each followed by its value (the answers)\n"
-            "      induction     len=12 vocab=32: a block of distinct tokens repeated; the second\n"
-            "                    copy's tokens after its first are the answers\n"
+            "      induction     len=12 jitter=5 vocab=32: filler, then a block of distinct tokens\n"
+            "                    (len-jitter..len long) twice; the last len-jitter-1 are the answers\n"
             "  --sample N        print N example sequences (default 3)\n"
             "  --seed S          their seed (default 1)\n"
             "  --json            everything as JSON: vocab, and per sample seq, answer, role, src\n",

@@ -119,18 +119,30 @@ def assoc(o, j, vocab):
 
 
 def induction(o, j, vocab):
-    L = o["len"]
-    check(j["n"] == 2 * L and j["vocab_size"] == o["vocab"], "induction: n / vocab")
+    L, J = o["len"], o["jitter"]
+    n = 2 * L
+    check(j["n"] == n and j["vocab_size"] == o["vocab"], "induction: n / vocab")
+    blocks = set()
     for s in j["samples"]:
         seq, ans = s["seq"], s["answer"]
-        check(len(set(seq[:L])) == L, "induction: block tokens not distinct")
-        check(ans == list(range(L + 1, 2 * L)), f"induction: answers at {ans}")
+        # the block length: the last token's earlier occurrence is b back
+        first = [i for i in range(n - 1) if seq[i] == seq[-1]]
+        check(len(first) == 1, "induction: the last token occurs more than once earlier")
+        b = n - 1 - first[0]
+        blocks.add(b)
+        f = n - 2 * b
+        check(L - J <= b <= L and f == 2 * (L - b), f"induction: block {b}, filler {f}")
+        check(seq[f : f + b] == seq[f + b :], "induction: the block is not repeated")
+        check(len(set(seq[: f + b])) == f + b, "induction: filler and block tokens not distinct")
+        check(ans == list(range(n - (L - J - 1), n)), f"induction: answers at {ans}")
         for a in ans:
             prefix = seq[:a]
             cur = prefix[-1]
             want = prefix[prefix.index(cur) + 1]  # what followed the earlier occurrence
+            check(prefix.index(cur) < a - 1, "induction: an answer without an earlier occurrence")
             check(seq[a] == want, "induction: answer differs from the rule")
             check(s["src"][a] == prefix.index(cur) + 1, "induction: src")
+    check(len(blocks) == J + 1 or len(j["samples"]) < 50, f"induction: block lengths {sorted(blocks)}")
 
 
 CASES = [
@@ -144,7 +156,8 @@ CASES = [
     ("assoc-recall", ""),
     ("assoc-recall", "pairs=5,queries=5,keys=5,values=3"),
     ("induction", ""),
-    ("induction", "len=20,vocab=20"),
+    ("induction", "len=20,jitter=0,vocab=20"),
+    ("induction", "len=8,jitter=6,vocab=14"),
 ]
 
 for name, opts in CASES:
@@ -191,6 +204,7 @@ BAD = [
     ["task", "offsets", "--task-opts", "offsets=3:"],
     ["task", "assoc-recall", "--task-opts", "pairs=9,keys=8"],
     ["task", "induction", "--task-opts", "len=40,vocab=32"],
+    ["task", "induction", "--task-opts", "len=8,jitter=7"],
     ["train", "--task", "marked-tuple", "--task-opts", "k=7", "-o", "/tmp/never.gguf"],
     ["train", "--task", "nope", "-o", "/tmp/never.gguf"],
     ["eval", "--task", "marked-tuple", "--task-opts", "len=0"],
