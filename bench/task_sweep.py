@@ -175,7 +175,7 @@ def cmd_plot(a):
               f"{100 * m:.1f} ± {100 * sd:.1f} | {100 * min(acc):.1f}-{100 * max(acc):.1f} | "
               f"{100 * float(rs[0]['chance']):.1f} | {wall:.0f} |")
         lines.setdefault(k[:5], []).append((k[5], m, sd if sd == sd else 0.0, len(rs)))
-    W, Hh, x0, y0, pw, ph = 760, 460, 60, 30, 480, 380
+    W, Hh, x0, y0, pw, ph = 900, 460, 60, 30, 480, 380
     hs = sorted({h for v in lines.values() for h, *_ in v})
     xpos = {h: x0 + pw * (i + 0.5) / len(hs) for i, h in enumerate(hs)}
     colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
@@ -183,7 +183,7 @@ def cmd_plot(a):
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{Hh}" font-family="sans-serif" font-size="12">',
            '<rect width="100%" height="100%" fill="white"/>',
            f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>',
-           f'<text x="{x0}" y="18">answer accuracy (mean ± sd over seeds) against heads, equal width</text>']
+           f'<text x="{x0}" y="18">answer accuracy (mean ± sd over seeds) against heads, equal width (lines at 100% overlap)</text>']
     for i in range(6):
         y = y0 + ph - ph * i / 5
         out.append(f'<line x1="{x0}" x2="{x0 + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
