@@ -30,7 +30,8 @@ struct tg_trainer {
 
     /* activations of the last forward (B, T as used) */
     int B, T;
-    int *tokens, *targets;  /* [BT] */
+    int *tokens, *targets;  /* [BT]; a target of -1 is not scored */
+    int n_scored;           /* targets that are not -1 */
     float *res;             /* [L+1, BT, E] residual stream entering each layer (and the final) */
     float *mid;             /* [L, BT, E] residual after attention */
     float *ln1, *ln2;       /* [L, BT, E] */
@@ -398,7 +399,7 @@ static void ce_fwd_rows(void *ctx, int t0, int t1, int ith) {
     for (int t = t0; t < t1; t++) {
         float *p = tr->probs + (size_t)t * j->V;
         tr->eng.k.softmax(p, j->V);
-        tr->nll[t] = -logf(p[tr->targets[t]]);
+        tr->nll[t] = tr->targets[t] < 0 ? 0.0f : -logf(p[tr->targets[t]]);
     }
 }
 
@@ -410,10 +411,12 @@ tg_status tg_trainer_forward(tg_trainer *tr, const int *tokens, const int *targe
                        B, T, tr->maxB, tr->maxT);
     int BT = B * T, L = c->n_layer, E = c->n_embd, F = c->n_ff, V = c->n_vocab, H = c->n_head;
     for (int i = 0; i < BT; i++) {
-        if (tokens[i] < 0 || tokens[i] >= V || targets[i] < 0 || targets[i] >= V)
+        if (tokens[i] < 0 || tokens[i] >= V || targets[i] < -1 || targets[i] >= V)
             return tg_fail(err, TG_ERR_ARG, "train: token id %d at %d is outside [0, %d)",
                            tokens[i] < 0 || tokens[i] >= V ? tokens[i] : targets[i], i, V);
     }
+    tr->n_scored = 0;
+    for (int i = 0; i < BT; i++) tr->n_scored += targets[i] >= 0;
     tr->B = B, tr->T = T;
     memcpy(tr->tokens, tokens, sizeof(int) * BT);
     memcpy(tr->targets, targets, sizeof(int) * BT);
@@ -444,7 +447,7 @@ tg_status tg_trainer_forward(tg_trainer *tr, const int *tokens, const int *targe
     double sum = 0.0;
     for (int i = 0; i < BT; i++) sum += tr->nll[i];
     if (nll) memcpy(nll, tr->nll, sizeof(float) * BT);
-    *loss = (float)(sum / BT);
+    *loss = tr->n_scored ? (float)(sum / tr->n_scored) : 0.0f;
     return TG_OK;
 }
 
@@ -557,13 +560,19 @@ static void ce_bwd_rows(void *ctx, int t0, int t1, int ith) {
     (void)ith;
     const ce_job *j = ctx;
     tg_trainer *tr = j->tr;
-    float inv = 1.0f / (float)(tr->B * tr->T);
+    float inv = tr->n_scored ? 1.0f / (float)tr->n_scored : 0.0f;
     for (int t = t0; t < t1; t++) {
         float *p = tr->probs + (size_t)t * j->V;
+        if (tr->targets[t] < 0) {
+            memset(p, 0, sizeof(float) * j->V);
+            continue;
+        }
         p[tr->targets[t]] -= 1.0f;
         for (int i = 0; i < j->V; i++) p[i] *= inv;
     }
 }
+
+const float *tg_trainer_probs(const tg_trainer *tr) { return tr->probs; }
 
 void tg_trainer_zero_grad(tg_trainer *tr) { memset(tr->grads, 0, tr->n_params * sizeof(float)); }
 

@@ -80,11 +80,18 @@ tg_train_tensor tg_trainer_tensor(const tg_trainer *tr, int i);
 void tg_trainer_init_params(tg_trainer *tr, uint64_t seed);
 
 /* Forward over tokens[B,T] with targets[B,T]; *loss = mean cross-entropy
- * (nats/token). Keeps the activations for tg_trainer_backward. If nll is
- * non-NULL it receives the per-token losses [B,T]. Token ids outside [0,V)
- * are TG_ERR_ARG; B, T beyond the sizes given at creation TG_ERR_RANGE. */
+ * (nats/token) over the targets that are not -1 (a masked target is not
+ * scored and gets no gradient, as PyTorch's ignore_index; all masked: loss
+ * 0). Keeps the activations for tg_trainer_backward. If nll is non-NULL it
+ * receives the per-token losses [B,T] (0 where masked). Token ids outside
+ * [0,V) (targets outside [-1,V)) are TG_ERR_ARG; B, T beyond the sizes given
+ * at creation TG_ERR_RANGE. */
 tg_status tg_trainer_forward(tg_trainer *tr, const int *tokens, const int *targets, int B,
                              int T, float *loss, float *nll, tg_err *err);
+
+/* The softmax of the last forward's logits, [B,T,V] (valid until
+ * tg_trainer_backward, which overwrites it). */
+const float *tg_trainer_probs(const tg_trainer *tr);
 
 /* Zeroes the gradients. */
 void tg_trainer_zero_grad(tg_trainer *tr);

@@ -48,7 +48,7 @@ tg_status attn_capture(attn_map *m, tg_gpt *g, const tg_tokenizer *tok, const in
     memcpy(m->ids, ids, (size_t)T * sizeof *ids);
     for (int t = 0; t < T; t++) {
         size_t len = 0;
-        const char *piece = tg_tokenizer_piece(tok, ids[t], &len);
+        const char *piece = tok ? tg_tokenizer_piece(tok, ids[t], &len) : NULL; /* NULL: caller labels */
         if (!(m->labels[t] = attn_label(piece ? piece : "", piece ? len : 0))) {
             s = tg_fail(err, TG_ERR_NOMEM, "attention: out of memory");
             goto done;

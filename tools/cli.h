@@ -199,5 +199,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
+int cmd_task(int argc, char **argv);
 
 #endif

@@ -8,6 +8,7 @@
 #include "tools/attnviz.h"
 #include "tools/cli.h"
 #include "tools/run.h"
+#include "tools/task_cli.h"
 
 static const char *const CMD = "attention";
 static const char *const DEFAULT_PROMPT = "The researcher who wrote the paper said it was wrong.";
@@ -35,11 +36,15 @@ static void help(FILE *f) {
             "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
             "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
             "                       this CPU supports)\n"
-            RUN_HELP_NO_CHECK,
+            RUN_HELP_NO_CHECK
+            "A model trained with train --task shows an example of its task, the marks\n"
+            "labelled (attention --task NAME --help).\n",
             DEFAULT_PROMPT, ATTN_SVG_RECT_MAX_T);
 }
 
 int cmd_attention(int argc, char **argv) {
+    int task_rc = task_attention_maybe(argc, argv); /* a task example: tools/task_heads.c */
+    if (task_rc >= 0) return task_rc;
     const char *model_path = NULL, *prompt = DEFAULT_PROMPT, *svg = NULL;
     long layer = -1, head = -1, query = -1, threads = 1;
     int log_scale = 0, json = 0;

@@ -28,6 +28,7 @@
 #include "tools/attnviz.h"
 #include "tools/cli.h"
 #include "tools/run.h"
+#include "tools/task_cli.h"
 
 static const char *const CMD = "compare";
 static const char *const DEFAULT_PROMPT = "The researcher who wrote the paper said it was wrong.";
@@ -84,6 +85,8 @@ static void help(FILE *f) {
             "                      this CPU supports)\n"
             "  --no-check          do not scan the weights for NaN/inf at load (huge files; a\n"
             "                      non-finite logit still stops the run)\n"
+            "Two models trained with train --task get the task comparison instead (-n N,\n"
+            "--seed S).\n"
             "\n%s",
             DEFAULT_PROMPT, legend);
 }
@@ -632,6 +635,8 @@ static int take_model(const char *cmd, const cli_opt *o, const char *flag, const
 }
 
 int cmd_compare(int argc, char **argv) {
+    int task_rc = task_compare_maybe(argc, argv); /* two task models: tools/task_heads.c */
+    if (task_rc >= 0) return task_rc;
     const char *paths[2] = {NULL, NULL}, *text_path = NULL, *prompt = DEFAULT_PROMPT, *svg = NULL;
     long ctx = 0, threads = 1, head_tokens = 2048, seed = 1;
     int json = 0, do_agree = 1, n_paths = 0;

@@ -25,6 +25,7 @@
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/run.h"
+#include "tools/task_cli.h"
 
 static const char *const CMD = "eval";
 
@@ -59,7 +60,9 @@ static void help(FILE *f) {
             "                      non-finite logit still stops the run)\n"
             "By default the windows do not overlap and each scores every token but its\n"
             "first, so a token has 0 to N-1 tokens of context (N/2 on average) and the\n"
-            "perplexity is higher than with --stride or --first-half.\n");
+            "perplexity is higher than with --stride or --first-half.\n"
+            "A model trained with train --task, or eval --task NAME, scores the answers of\n"
+            "that synthetic task instead (eval --task NAME --help).\n");
 }
 
 /* -log softmax(logits[V])[target], in double */
@@ -102,6 +105,8 @@ static int next_window(window *w, size_t n_ids, size_t N, size_t stride, int fir
 }
 
 int cmd_eval(int argc, char **argv) {
+    int task_rc = task_eval_maybe(argc, argv); /* a task model or --task: tools/task_cli.c */
+    if (task_rc >= 0) return task_rc;
     const char *model_path = NULL, *text_path = NULL;
     long ctx = 0, threads = 1, stride = 0;
     int json = 0, first_half = 0;

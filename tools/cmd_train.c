@@ -31,6 +31,7 @@
 #include "tools/cli.h"
 #include "weights/file.h"
 #include "weights/gguf.h"
+#include "tools/task_cli.h"
 
 static const char *const CMD = "train";
 
@@ -101,7 +102,9 @@ static void help(FILE *f) {
             "  -t, --threads N      worker threads, [1, 1024] (default 1; results do not\n"
             "                       depend on it)\n"
             "OUT.svg plots the training loss per step and the validation loss, with the\n"
-            "learning rate on a second axis; OUT.csv has the same numbers.\n", TG_BPE_MIN_VOCAB);
+            "learning rate on a second axis; OUT.csv has the same numbers.\n"
+            "train --task NAME trains on a synthetic task instead (train --task NAME --help).\n",
+            TG_BPE_MIN_VOCAB);
 }
 
 static double now_s(void) {
@@ -535,6 +538,7 @@ static void progress(const run *r, int tty, float loss, float val, double tok_s,
 /* ---- the command --------------------------------------------------------------- */
 
 int cmd_train(int argc, char **argv) {
+    if (task_cli_wants(argc, argv)) return task_train(argc, argv); /* tools/task_cli.c */
     train_opts o = {.layers = 4, .heads = 4, .embd = 128, .ctx = 256, .vocab = 1024, .batch = 8,
                     .steps = 1000, .warmup = -1, .eval_every = 100, .save_every = -1, .seed = 1,
                     .lr = 1e-3f, .lr_min = -1.0f, .weight_decay = 0.1f, .grad_clip = 1.0f,

@@ -217,3 +217,64 @@ Test(train, rejects_bad_shapes_and_tokens) {
     cr_expect(strstr(err.msg, "token id 10") != NULL, "%s", err.msg);
     tg_trainer_free(tr);
 }
+
+/* Masked targets (-1): the loss is the mean over the scored positions and
+ * the gradient is PyTorch's cross_entropy(ignore_index=-1) gradient. A
+ * third of the targets are masked, and every one of sequence 1's. */
+Test(train, masked_targets_match_pytorch, .timeout = 120) {
+    tcase c = make_case();
+    int BT = c.B * c.T, n_scored = 0;
+    for (int i = 0; i < BT; i++) {
+        if (i % 3 == 1 || i >= c.T) c.tgt[i] = -1;
+        n_scored += c.tgt[i] >= 0;
+    }
+    tg_trainer *tr = make_trainer(&c, 2, NULL);
+    size_t n = tg_trainer_n_params(tr);
+    double ref_loss, *ref_g = malloc(sizeof(double) * n);
+    float *ref_p = malloc(sizeof(float) * n);
+    run_oracle(&c, tr, &ref_loss, ref_g, ref_p);
+
+    float loss, *nll = malloc(sizeof(float) * BT);
+    tg_err err;
+    cr_assert_eq(tg_trainer_forward(tr, c.tok, c.tgt, c.B, c.T, &loss, nll, &err), TG_OK, "%s", err.msg);
+    cr_expect(fabs(loss - ref_loss) < 1e-5 * ref_loss, "loss %.8f vs PyTorch %.8f", loss, ref_loss);
+    /* the loss is the mean of the scored positions' nll; masked ones are 0 */
+    double sum = 0;
+    for (int i = 0; i < BT; i++) {
+        if (c.tgt[i] < 0) cr_expect_eq(nll[i], 0.0f, "masked position %d has nll %g", i, nll[i]);
+        sum += nll[i];
+    }
+    cr_expect(fabs(sum / n_scored - loss) < 1e-6 * loss, "mean of scored nll %.8f vs loss %.8f",
+              sum / n_scored, loss);
+    tg_trainer_zero_grad(tr);
+    tg_trainer_backward(tr);
+    check_tensors(tr, tg_trainer_grads(tr), ref_g, 1e-4, "masked grad", NULL);
+
+    /* sequence 1 is wholly masked, so the gradient is that of sequence 0
+     * alone: its tokens contribute nothing */
+    float *g2 = malloc(sizeof(float) * n);
+    memcpy(g2, tg_trainer_grads(tr), sizeof(float) * n);
+    float loss1;
+    cr_assert_eq(tg_trainer_forward(tr, c.tok, c.tgt, 1, c.T, &loss1, NULL, &err), TG_OK);
+    cr_expect(fabs(loss1 - loss) < 1e-6 * loss, "loss of sequence 0 alone %.8f vs %.8f", loss1, loss);
+    tg_trainer_zero_grad(tr);
+    tg_trainer_backward(tr);
+    double *g1 = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) g1[i] = tg_trainer_grads(tr)[i];
+    check_tensors(tr, g2, g1, 1e-5, "grad without the masked sequence", NULL);
+
+    /* all masked: loss 0, zero gradient */
+    for (int i = 0; i < BT; i++) c.tgt[i] = -1;
+    cr_assert_eq(tg_trainer_forward(tr, c.tok, c.tgt, c.B, c.T, &loss, NULL, &err), TG_OK);
+    cr_expect_eq(loss, 0.0f);
+    tg_trainer_zero_grad(tr);
+    tg_trainer_backward(tr);
+    double g2sum = 0;
+    for (size_t i = 0; i < n; i++) g2sum += fabs(tg_trainer_grads(tr)[i]);
+    cr_expect_eq(g2sum, 0.0, "all targets masked, yet the gradient is not zero (sum |g| %g)", g2sum);
+    /* -2 is not a target */
+    c.tgt[3] = -2;
+    cr_expect_eq(tg_trainer_forward(tr, c.tok, c.tgt, c.B, c.T, &loss, NULL, &err), TG_ERR_ARG);
+    tg_trainer_free(tr);
+    free(nll), free(g2), free(g1), free(ref_g), free(ref_p), free(c.tok), free(c.tgt);
+}

@@ -53,4 +53,4 @@ class GPT2:
             x = x + h @ t["down_w"][l].T + t["down_b"][l]
         x = Fn.layer_norm(x, (E,), t["lnf_w"], t["lnf_b"], 1e-5)
         logits = x @ t["wte"].T
-        return Fn.cross_entropy(logits.view(B * T, -1), tgt.reshape(-1))
+        return Fn.cross_entropy(logits.view(B * T, -1), tgt.reshape(-1), ignore_index=-1)

@@ -1,0 +1,528 @@
+/* task_cli.c — training on and scoring synthetic tasks (see task_cli.h).
+ *
+ * `train --task` draws fresh sequences every step from the task's seeded
+ * generator, with the loss on answer positions only (masked targets), and
+ * checks itself on a fixed held-out set of sequences from another stream.
+ * `eval --task` runs the inference engine (model/gpt.h) over N fresh
+ * sequences and reports answer accuracy per token and per sequence, the
+ * loss on answers and chance level.
+ */
+#include "tools/task_cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model/train.h"
+#include "tools/cli.h"
+#include "tools/run.h"
+#include "weights/gguf.h"
+
+int task_cli_wants(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--task")) return 1;
+    return 0;
+}
+
+int task_recorded(const tg_gpt2_model *m, tg_task *t, tg_err *err) {
+    const tg_gguf *g = tg_gpt2_gguf(m);
+    if (!g || !tg_gguf_find_kv(g, "tinygpt.task.name")) return 0;
+    const char *name, *opts = "";
+    size_t nl, ol = 0;
+    char nbuf[64], obuf[512];
+    if (tg_gguf_get_str(g, "tinygpt.task.name", &name, &nl, err) != TG_OK) return -1;
+    if (tg_gguf_find_kv(g, "tinygpt.task.opts") &&
+        tg_gguf_get_str(g, "tinygpt.task.opts", &opts, &ol, err) != TG_OK)
+        return -1;
+    if (nl >= sizeof nbuf || ol >= sizeof obuf) {
+        tg_fail(err, TG_ERR_FORMAT, "tinygpt.task.* metadata is too long");
+        return -1;
+    }
+    memcpy(nbuf, name, nl), nbuf[nl] = 0;
+    memcpy(obuf, opts, ol), obuf[ol] = 0;
+    tg_err e2;
+    if (tg_task_parse(t, nbuf, obuf, &e2) != TG_OK) {
+        tg_fail(err, TG_ERR_FORMAT, "the recorded task does not parse: %s", e2.msg);
+        return -1;
+    }
+    return 1;
+}
+
+int task_model_open(task_model *tm, const char *cmd, const char *path, const char *task_name,
+                    const char *task_opts, int n_threads, const char *isa) {
+    memset(tm, 0, sizeof *tm);
+    tm->path = path;
+    tg_err err;
+    tg_task given;
+    if (task_name && tg_task_parse(&given, task_name, task_opts, &err) != TG_OK)
+        return cli_usage(cmd, "--task: %s", err.msg);
+    if (!task_name && task_opts) return cli_usage(cmd, "--task-opts needs --task NAME");
+    if (!path) return cli_usage(cmd, "-m MODEL is required for a task (a model trained with train --task)");
+    if (tg_gpt2_load(&tm->m, path, 0, &err) != TG_OK) return cli_error(cmd, "%s", err.msg);
+    int rec = task_recorded(&tm->m, &tm->task, &err);
+    int code = EXIT_OK;
+    if (rec < 0) {
+        code = cli_error(cmd, "%s: %s", path, err.msg);
+        goto fail;
+    }
+    if (task_name) tm->task = given;
+    else if (!rec) {
+        code = cli_usage(cmd, "%s records no task: give --task NAME", path);
+        goto fail;
+    }
+    const tg_gpt2_config *c = &tm->m.cfg;
+    if (c->n_vocab != tm->task.V) {
+        code = cli_error(cmd, "%s has a vocabulary of %d tokens, task %s has %d", path, c->n_vocab,
+                         tg_task_kind_name(tm->task.kind), tm->task.V);
+        goto fail;
+    }
+    if (c->n_ctx < tm->task.n - 1) {
+        code = cli_error(cmd, "%s has a context of %d tokens, task %s needs %d", path, c->n_ctx,
+                         tg_task_kind_name(tm->task.kind), tm->task.n - 1);
+        goto fail;
+    }
+    tg_gpt_opts go = {.n_threads = n_threads, .isa = isa, .n_ctx = 0};
+    if (tg_gpt_create(&tm->g, &tm->m, &go, &err) != TG_OK) {
+        code = cli_error(cmd, "%s", err.msg);
+        goto fail;
+    }
+    return EXIT_OK;
+fail:
+    tg_gpt2_free(&tm->m);
+    return code;
+}
+
+void task_model_close(task_model *tm) {
+    tg_gpt_free(tm->g);
+    tg_gpt2_free(&tm->m);
+    memset(tm, 0, sizeof *tm);
+}
+
+/* argmax and -log softmax of logits[V] at target, in double */
+static void score_logits(const float *l, int V, int target, int *argmax, double *nll) {
+    int am = 0;
+    double mx = l[0];
+    for (int i = 1; i < V; i++)
+        if (l[i] > mx) mx = l[i], am = i;
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)l[i] - mx);
+    *argmax = am;
+    *nll = mx + log(sum) - (double)l[target];
+}
+
+tg_status task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, task_score *sc,
+                         task_seq_fn fn, void *user, tg_err *err) {
+    int T = t->n - 1, V = t->V;
+    float *logits = malloc((size_t)T * V * sizeof *logits);
+    tg_task_seq *s = malloc(sizeof *s);
+    if (!logits || !s) {
+        free(logits), free(s);
+        return tg_fail(err, TG_ERR_NOMEM, "out of memory");
+    }
+    tg_status st = TG_OK;
+    for (long q = 0; q < n_seqs && st == TG_OK; q++) {
+        tg_task_sample(t, &r, s);
+        if ((st = tg_gpt_forward(g, s->seq, T, 0, logits, 1, err)) != TG_OK) break;
+        int all = 1;
+        for (int i = 1; i < t->n; i++) {
+            if (!s->answer[i]) continue;
+            int am;
+            double nll;
+            score_logits(logits + (size_t)(i - 1) * V, V, s->seq[i], &am, &nll);
+            sc->answers++;
+            sc->nll += nll;
+            if (am == s->seq[i]) sc->correct++;
+            else all = 0;
+        }
+        sc->seqs++;
+        sc->correct_seqs += all;
+        if (fn) fn(user, s, logits);
+    }
+    free(logits), free(s);
+    return st;
+}
+
+/* ---- train --task ------------------------------------------------------------ */
+
+static void train_help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt train --task NAME -o OUT.gguf [options]\n"
+            "  --task NAME          a synthetic task: %s\n"
+            "  --task-opts K=V,...  its options (see `tinygpt task --help`)\n"
+            "  -o OUT.gguf          the trained model (it records the task); OUT.csv beside it\n"
+            "  --layers L           transformer blocks (default 1)\n"
+            "  --heads H            attention heads; must divide --embd (default 4)\n"
+            "  --embd E             width (default 64)\n"
+            "  --ctx C              context (default: the task's input length)\n"
+            "  --batch B            sequences per step, fresh every step (default 32)\n"
+            "  --steps S            optimizer steps (default 1500)\n"
+            "  --lr LR              peak learning rate (default 3e-3)\n"
+            "  --lr-min LR          final learning rate of the cosine decay (default LR/10)\n"
+            "  --warmup W           linear warmup steps (default min(100, S/10))\n"
+            "  --weight-decay WD    AdamW weight decay (default 0.1)\n"
+            "  --grad-clip G        clip the global gradient norm, 0 = off (default 1.0)\n"
+            "  --seed S             initialisation and sequences (default 1)\n"
+            "  --eval-every K       held-out answer accuracy every K steps (default 100)\n"
+            "  --eval-seqs N        held-out sequences for it (default 256)\n"
+            "  -t THREADS           worker threads (default 1; results do not depend on it)\n"
+            "The loss is on answer positions only; the held-out sequences come from a\n"
+            "stream of the seed that training never draws from.\n",
+            tg_task_names());
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* OUT with ".gguf" replaced by suffix */
+static char *side_path(const char *out, const char *suffix) {
+    size_t n = strlen(out);
+    if (n > 5 && !strcmp(out + n - 5, ".gguf")) n -= 5;
+    char *p = malloc(n + strlen(suffix) + 1);
+    if (!p) return NULL;
+    memcpy(p, out, n);
+    strcpy(p + n, suffix);
+    return p;
+}
+
+/* The task's vocabulary as a tokenizer table of its token names (not a
+ * byte-level BPE: text commands refuse such a model with a clear error). */
+static tg_status task_vocab(const tg_task *t, tg_vocab *v, tg_err *err) {
+    memset(v, 0, sizeof *v);
+    v->bos_id = v->eos_id = -1;
+    v->tokens = calloc((size_t)t->V, sizeof *v->tokens);
+    if (!v->tokens) return tg_fail(err, TG_ERR_NOMEM, "out of memory");
+    v->n_tokens = t->V;
+    for (int i = 0; i < t->V; i++) {
+        char b[32];
+        tg_task_token_name(t, i, b, sizeof b);
+        if (!(v->tokens[i] = strdup(b))) {
+            tg_vocab_free(v);
+            return tg_fail(err, TG_ERR_NOMEM, "out of memory");
+        }
+    }
+    return TG_OK;
+}
+
+typedef struct task_run {
+    tg_task t;
+    int32_t layers, heads, embd, ctx, batch;
+    long steps, warmup, eval_every, eval_seqs;
+    unsigned long long seed;
+    float lr, lr_min, wd, clip;
+} task_run;
+
+static tg_status save_model(const char *out, tg_trainer *tr, const task_run *o, double acc,
+                            tg_err *err) {
+    const tg_gpt2_config *cfg = tg_trainer_config(tr);
+    tg_gpt2_layer *layers = calloc((size_t)cfg->n_layer, sizeof *layers);
+    tg_vocab v;
+    if (!layers) return tg_fail(err, TG_ERR_NOMEM, "out of memory");
+    tg_status st = task_vocab(&o->t, &v, err);
+    if (st) {
+        free(layers);
+        return st;
+    }
+    tg_gpt2_weights w;
+    tg_trainer_weights(tr, &w, layers);
+    tg_gguf_writer *gw = NULL;
+    char opts[512];
+    tg_task_opts_string(&o->t, opts, sizeof opts);
+    if (!(st = tg_gguf_writer_new(&gw, err)) &&
+        !(st = tg_gpt2_to_gguf(gw, cfg, &w, &v, TG_DTYPE_F32, err)) &&
+        !(st = tg_gguf_set_str(gw, "tinygpt.task.name", tg_task_kind_name(o->t.kind), err)) &&
+        !(st = tg_gguf_set_str(gw, "tinygpt.task.opts", opts, err)) &&
+        !(st = tg_gguf_set_u64(gw, "tinygpt.task.train.seed", o->seed, err)) &&
+        !(st = tg_gguf_set_u64(gw, "tinygpt.task.train.steps", (uint64_t)o->steps, err)) &&
+        !(st = tg_gguf_set_u32(gw, "tinygpt.task.train.batch", (uint32_t)o->batch, err)) &&
+        !(st = tg_gguf_set_f32(gw, "tinygpt.task.train.lr", o->lr, err)) &&
+        !(st = tg_gguf_set_f32(gw, "tinygpt.task.train.heldout_accuracy", (float)acc, err)))
+        st = tg_gguf_write(gw, out, err);
+    tg_gguf_writer_free(gw);
+    tg_vocab_free(&v);
+    free(layers);
+    return st;
+}
+
+/* Loss and answer accuracy of the trainer on n sequences of stream r. */
+static tg_status heldout(tg_trainer *tr, const tg_task *t, tg_rng r, long n, int B, int *tok,
+                         int *tgt, double *loss, double *acc, tg_err *err) {
+    int T = t->n - 1, V = t->V;
+    double nll = 0;
+    long answers = 0, correct = 0;
+    for (long done = 0; done < n; done += B) {
+        int nb = n - done < B ? (int)(n - done) : B;
+        tg_task_batch(t, &r, nb, tok, tgt);
+        float l;
+        tg_status st = tg_trainer_forward(tr, tok, tgt, nb, T, &l, NULL, err);
+        if (st) return st;
+        const float *p = tg_trainer_probs(tr);
+        for (int i = 0; i < nb * T; i++) {
+            if (tgt[i] < 0) continue;
+            const float *row = p + (size_t)i * V;
+            int am = 0;
+            for (int v = 1; v < V; v++)
+                if (row[v] > row[am]) am = v;
+            correct += am == tgt[i];
+            answers++;
+            nll += -log((double)row[tgt[i]] > 1e-30 ? (double)row[tgt[i]] : 1e-30);
+        }
+    }
+    *loss = answers ? nll / answers : NAN;
+    *acc = answers ? (double)correct / answers : NAN;
+    return TG_OK;
+}
+
+int task_train(int argc, char **argv) {
+    static const char *const CMD = "train";
+    task_run o = {.layers = 1, .heads = 4, .embd = 64, .ctx = 0, .batch = 32, .steps = 1500,
+                  .warmup = -1, .eval_every = 100, .eval_seqs = 256, .seed = 1, .lr = 3e-3f,
+                  .lr_min = -1.0f, .wd = 0.1f, .clip = 1.0f};
+    const char *name = NULL, *topts = NULL, *out = NULL, *text = NULL, *resume = NULL;
+    long threads = 1;
+    const cli_opt opts[] = {
+        {CLI_STR("--task", NULL, &name)},
+        {CLI_STR("--task-opts", NULL, &topts)},
+        {CLI_STR("-o", NULL, &out)},
+        {CLI_STR("-f", NULL, &text)},
+        {CLI_STR("--resume", NULL, &resume)},
+        {CLI_INT("--layers", NULL, &o.layers, 1, 64)},
+        {CLI_INT("--heads", NULL, &o.heads, 1, 256)},
+        {CLI_INT("--embd", NULL, &o.embd, 1, 4096)},
+        {CLI_INT("--ctx", NULL, &o.ctx, 2, 8192)},
+        {CLI_INT("--batch", NULL, &o.batch, 1, 4096)},
+        {CLI_INT("--steps", NULL, &o.steps, 1, 100000000)},
+        {CLI_FLOAT("--lr", NULL, &o.lr, 1e-9, 10.0)},
+        {CLI_FLOAT("--lr-min", NULL, &o.lr_min, 0.0, 10.0)},
+        {CLI_INT("--warmup", NULL, &o.warmup, 0, 100000000)},
+        {CLI_FLOAT("--weight-decay", NULL, &o.wd, 0.0, 10.0)},
+        {CLI_FLOAT("--grad-clip", NULL, &o.clip, 0.0, 1e6)},
+        {CLI_INT("--seed", NULL, &o.seed, 0, 4294967295L)},
+        {CLI_INT("--eval-every", NULL, &o.eval_every, 1, 100000000)},
+        {CLI_INT("--eval-seqs", NULL, &o.eval_seqs, 1, 1000000)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, train_help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
+    if (!name) return cli_usage(CMD, "--task NAME is required");
+    if (text) return cli_usage(CMD, "--task and -f exclude each other (a task makes its own data)");
+    if (resume) return cli_usage(CMD, "--resume is not supported with --task (runs are short: rerun)");
+    if (!out) return cli_usage(CMD, "-o OUT.gguf is required");
+    tg_err err;
+    if (tg_task_parse(&o.t, name, topts, &err) != TG_OK) return cli_usage(CMD, "--task: %s", err.msg);
+    if (o.embd % o.heads)
+        return cli_usage(CMD, "--embd %d is not divisible by --heads %d", o.embd, o.heads);
+    int T = o.t.n - 1;
+    if (o.ctx == 0) o.ctx = T;
+    if (o.ctx < T) return cli_usage(CMD, "--ctx %d is shorter than the task's %d input tokens", o.ctx, T);
+    if (o.warmup < 0) o.warmup = o.steps / 10 < 100 ? o.steps / 10 : 100;
+    if (o.lr_min < 0) o.lr_min = o.lr / 10;
+
+    char *csv_path = side_path(out, ".csv");
+    if (!csv_path) return cli_error(CMD, "out of memory");
+    int rc = EXIT_RUNTIME;
+    const char *outs[] = {out, csv_path};
+    for (int k = 0; k < 2; k++) {
+        cli_outfile of;
+        if (cli_out_open(&of, outs[k], &err) != 0) {
+            rc = cli_error(CMD, "cannot write the output: %s", err.msg);
+            free(csv_path);
+            return rc;
+        }
+        cli_out_abort(&of);
+    }
+
+    tg_gpt2_config cfg = {.n_layer = o.layers, .n_head = o.heads, .n_embd = o.embd,
+                          .n_ctx = o.ctx, .n_vocab = o.t.V, .n_ff = 4 * o.embd, .ln_eps = 1e-5f};
+    tg_trainer *tr = NULL;
+    int B = o.batch;
+    int *tok = malloc(sizeof(int) * (size_t)B * T), *tgt = malloc(sizeof(int) * (size_t)B * T);
+    size_t n_rows = (size_t)(o.steps / o.eval_every + 2);
+    double *rows = malloc(sizeof(double) * 7 * n_rows);
+    size_t nr = 0;
+    if (!tok || !tgt || !rows) {
+        rc = cli_error(CMD, "out of memory");
+        goto done;
+    }
+    if (tg_trainer_create(&tr, &cfg, B, T, (int)threads, NULL, &err) != TG_OK) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    tg_trainer_init_params(tr, o.seed);
+    char ostr[512];
+    tg_task_opts_string(&o.t, ostr, sizeof ostr);
+    fprintf(stderr, "train: task %s (%s): V %d, %d input tokens, %d answer%s per sequence, chance %.4g\n",
+            name, ostr, o.t.V, T, o.t.n_answers, o.t.n_answers == 1 ? "" : "s", o.t.chance);
+    fprintf(stderr, "train: %zu parameters, L%d H%d E%d C%d, batch %d, %ld steps\n",
+            tg_trainer_n_params(tr), o.layers, o.heads, o.embd, o.ctx, B, o.steps);
+    tg_rng rng = task_stream(o.seed, TASK_STREAM_TRAIN);
+    tg_rng ev = task_stream(o.seed, TASK_STREAM_TRAIN_EVAL);
+    tg_adamw opt = {0.9f, 0.95f, 1e-8f, o.wd};
+    double t0 = now_s(), loss_acc = 0, last_acc = NAN;
+    long n_acc = 0;
+    rc = EXIT_OK;
+    for (long s = 0; s < o.steps; s++) {
+        tg_task_batch(&o.t, &rng, B, tok, tgt);
+        float loss;
+        if (tg_trainer_forward(tr, tok, tgt, B, T, &loss, NULL, &err) != TG_OK) {
+            rc = cli_error(CMD, "%s", err.msg);
+            goto done;
+        }
+        float lr = tg_train_lr(s, o.steps, o.warmup, o.lr, o.lr_min);
+        tg_trainer_zero_grad(tr);
+        tg_trainer_backward(tr);
+        float gn = tg_trainer_step(tr, &opt, lr, o.clip);
+        if (!isfinite(loss) || !isfinite(gn)) {
+            rc = cli_error(CMD, "the %s is not finite at step %ld: stopping (try a lower --lr)",
+                           isfinite(loss) ? "gradient norm" : "loss", s + 1);
+            goto done;
+        }
+        loss_acc += loss, n_acc++;
+        if ((s + 1) % o.eval_every == 0 || s + 1 == o.steps) {
+            double hl, ha;
+            if (heldout(tr, &o.t, ev, o.eval_seqs, B, tok, tgt, &hl, &ha, &err) != TG_OK) {
+                rc = cli_error(CMD, "%s", err.msg);
+                goto done;
+            }
+            double el = now_s() - t0;
+            double *row = rows + 7 * nr++;
+            row[0] = (double)(s + 1), row[1] = loss_acc / n_acc, row[2] = hl, row[3] = ha;
+            row[4] = lr, row[5] = gn, row[6] = el;
+            last_acc = ha;
+            fprintf(stderr, "step %ld/%ld loss %.4f heldout_loss %.4f heldout_acc %.4f %.1fs\n", s + 1,
+                    o.steps, loss_acc / n_acc, hl, ha, el);
+            loss_acc = 0, n_acc = 0;
+        }
+    }
+    double wall = now_s() - t0;
+    if (save_model(out, tr, &o, last_acc, &err) != TG_OK) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    cli_outfile of;
+    if (cli_out_open(&of, csv_path, &err) != 0) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    fprintf(of.f, "step,train_loss,heldout_loss,heldout_accuracy,lr,grad_norm,elapsed_s\n");
+    for (size_t i = 0; i < nr; i++) {
+        const double *row = rows + 7 * i;
+        fprintf(of.f, "%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.2f\n", row[0], row[1], row[2], row[3],
+                row[4], row[5], row[6]);
+    }
+    if (cli_out_commit(&of, &err) != 0) {
+        rc = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    fprintf(stderr, "train: wrote %s (%ld steps, %.1fs); held-out answer accuracy %.4f (chance %.4g)\n",
+            out, o.steps, wall, last_acc, o.t.chance);
+done:
+    tg_trainer_free(tr);
+    free(tok), free(tgt), free(rows), free(csv_path);
+    return rc;
+}
+
+/* ---- eval --task ------------------------------------------------------------- */
+
+static void eval_help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt eval -m MODEL [--task NAME [--task-opts K=V,...]] [-n N] [--seed S]\n"
+            "                    [--json] [-t THREADS] [--isa ISA]\n"
+            "  -m MODEL      a model trained with `train --task` (its task is the default)\n"
+            "  --task NAME   the task to score (%s)\n"
+            "  -n N          fresh sequences (default 1000), from a stream of --seed that\n"
+            "                training never draws from\n"
+            "  --seed S      (default 1)\n"
+            "  --json        print {task, opts, sequences, answers, accuracy, sequence_accuracy,\n"
+            "                loss, chance}\n",
+            tg_task_names());
+}
+
+/* the value after flag in argv, or NULL */
+static const char *arg_of(int argc, char **argv, const char *flag) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], flag)) return argv[i + 1];
+    return NULL;
+}
+
+static int has_arg(int argc, char **argv, const char *flag) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], flag)) return 1;
+    return 0;
+}
+
+/* Does the model at path record a task? (a failed load: no) */
+static int path_has_task(const char *path) {
+    if (!path) return 0;
+    tg_gpt2_model m;
+    tg_err err;
+    if (tg_gpt2_load(&m, path, 1, &err) != TG_OK) return 0;
+    tg_task t;
+    int r = task_recorded(&m, &t, &err);
+    tg_gpt2_free(&m);
+    return r != 0;
+}
+
+int task_eval_maybe(int argc, char **argv) {
+    static const char *const CMD = "eval";
+    if (!has_arg(argc, argv, "--task") &&
+        (has_arg(argc, argv, "-f") || !path_has_task(arg_of(argc, argv, "-m"))))
+        return -1;
+    const char *model = NULL, *name = NULL, *topts = NULL, *isa = NULL, *text = NULL;
+    long n = 1000, threads = 1;
+    unsigned long long seed = 1;
+    int json = 0;
+    const cli_opt opts[] = {
+        {CLI_STR("-m", NULL, &model)},
+        {CLI_STR("--task", NULL, &name)},
+        {CLI_STR("--task-opts", NULL, &topts)},
+        {CLI_STR("-f", NULL, &text)},
+        {CLI_INT("-n", NULL, &n, 1, 100000000)},
+        {CLI_INT("--seed", NULL, &seed, 0, 4294967295L)},
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_STR("--isa", NULL, &isa)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, eval_help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
+    if (text) return cli_usage(CMD, "--task and -f exclude each other");
+    task_model tm;
+    int code = task_model_open(&tm, CMD, model, name, topts, (int)threads, isa);
+    if (code) return code;
+    task_score sc = {0};
+    tg_err err;
+    double t0 = run_now();
+    if (task_score_run(tm.g, &tm.task, task_stream(seed, TASK_STREAM_EVAL), n, &sc, NULL, NULL,
+                       &err) != TG_OK) {
+        code = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    char ostr[512];
+    tg_task_opts_string(&tm.task, ostr, sizeof ostr);
+    double acc = (double)sc.correct / sc.answers, sacc = (double)sc.correct_seqs / sc.seqs;
+    double loss = sc.nll / sc.answers;
+    if (json)
+        printf("{\"task\": \"%s\", \"opts\": \"%s\", \"sequences\": %ld, \"answers\": %ld, "
+               "\"correct\": %ld, \"accuracy\": %.9g, \"sequence_accuracy\": %.9g, "
+               "\"loss\": %.9g, \"chance\": %.9g, \"seed\": %llu}\n",
+               tg_task_kind_name(tm.task.kind), ostr, sc.seqs, sc.answers, sc.correct, acc, sacc,
+               loss, tm.task.chance, seed);
+    else
+        printf("task %s (%s)\nsequences %ld  answers %ld\nanswer accuracy %.4f (per token)  "
+               "%.4f (per sequence)  chance %.4g\nloss %.4f nats/answer\n",
+               tg_task_kind_name(tm.task.kind), ostr, sc.seqs, sc.answers, acc, sacc,
+               tm.task.chance, loss);
+    fprintf(stderr, "scored %ld sequences in %.2fs\n", sc.seqs, run_now() - t0);
+    fflush(stdout);
+    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+done:
+    task_model_close(&tm);
+    return code;
+}

@@ -1,0 +1,448 @@
+/* task_heads.c — what the heads of task models do: the task part of
+ * `compare` (two models that record the same task) and of `attention`
+ * (an example sequence of the task, its marked items labelled).
+ *
+ * compare, on the same fresh sequences for both models:
+ *   1. answer accuracy (per token, per sequence), loss, chance;
+ *   2. per head, at the queries that predict an answer: the mean weight on
+ *      each item of the answer (mark j in order, mark j, offset j) and the
+ *      item it fixes on most; for copy tasks the weight on the source
+ *      position (the token to copy) and the one before it;
+ *   3. ablation: answer accuracy with that one head zeroed, as a change;
+ *   4. per layer: accuracy keeping only its best head / a random head (the
+ *      mean over its heads), the other layers intact.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/attnviz.h"
+#include "tools/cli.h"
+#include "tools/run.h"
+#include "tools/task_cli.h"
+
+/* ---- per-head metrics through the probe ----------------------------------- */
+
+typedef struct head_acc {
+    int L, H, T, K;   /* K = items (or 2 for copy tasks: source, before it) */
+    float *w;         /* [L, H, T, T] the current sequence's weights */
+    double *item;     /* [L, H, K] summed weight on each item */
+    double *top;      /* [L, H, K] times the item got the most weight among items */
+    long n_queries;
+} head_acc;
+
+static void capture(void *user, int l, int h, int qpos, const float *p, int n_pos) {
+    head_acc *a = user;
+    memcpy(a->w + (((size_t)l * a->H + h) * a->T + qpos) * a->T, p, sizeof(float) * (size_t)n_pos);
+}
+
+static void accumulate(void *user, const tg_task_seq *s, const float *logits) {
+    (void)logits;
+    head_acc *a = user;
+    int n = a->T + 1;
+    for (int i = 1; i < n; i++) {
+        if (!s->answer[i]) continue;
+        int q = i - 1;
+        for (int l = 0; l < a->L; l++)
+            for (int h = 0; h < a->H; h++) {
+                const float *row = a->w + (((size_t)l * a->H + h) * a->T + q) * a->T;
+                double wk[TG_TASK_MAX_K] = {0};
+                if (s->src[i] >= 0) {
+                    wk[0] = row[s->src[i]];
+                    wk[1] = s->src[i] > 0 ? row[s->src[i] - 1] : 0;
+                } else {
+                    for (int j = 0; j <= q; j++)
+                        if (s->role[j] > 0) wk[s->role[j] - 1] += row[j];
+                }
+                int best = 0;
+                for (int k = 0; k < a->K; k++) {
+                    a->item[((size_t)l * a->H + h) * a->K + k] += wk[k];
+                    if (wk[k] > wk[best]) best = k;
+                }
+                a->top[((size_t)l * a->H + h) * a->K + best] += 1;
+            }
+        a->n_queries++;
+    }
+}
+
+/* ---- one side of the comparison ----------------------------------------------- */
+
+typedef struct tside {
+    task_model tm;
+    task_score full;
+    head_acc ha;
+    double *ablate;   /* [L*H] accuracy with that head zeroed */
+    double *keep;     /* [L*H] accuracy with only that head of its layer */
+} tside;
+
+static double acc_of(const task_score *s) { return s->answers ? (double)s->correct / s->answers : NAN; }
+
+static tg_status masked_accuracy(tside *sd, const uint8_t *mask, uint64_t seed, long n, double *out,
+                                 tg_err *err) {
+    tg_status st = tg_gpt_set_head_mask(sd->tm.g, mask, err);
+    if (st) return st;
+    task_score sc = {0};
+    st = task_score_run(sd->tm.g, &sd->tm.task, task_stream(seed, TASK_STREAM_COMPARE), n, &sc,
+                        NULL, NULL, err);
+    tg_gpt_set_head_mask(sd->tm.g, NULL, NULL);
+    *out = acc_of(&sc);
+    return st;
+}
+
+static tg_status analyse(tside *sd, uint64_t seed, long n, tg_err *err) {
+    const tg_gpt2_config *c = tg_gpt_config(sd->tm.g);
+    const tg_task *t = &sd->tm.task;
+    int L = c->n_layer, H = c->n_head, T = t->n - 1;
+    head_acc *a = &sd->ha;
+    a->L = L, a->H = H, a->T = T, a->K = t->n_items ? t->n_items : 2;
+    a->w = calloc((size_t)L * H * T * T, sizeof *a->w);
+    a->item = calloc((size_t)L * H * a->K, sizeof *a->item);
+    a->top = calloc((size_t)L * H * a->K, sizeof *a->top);
+    sd->ablate = calloc((size_t)L * H, sizeof *sd->ablate);
+    sd->keep = calloc((size_t)L * H, sizeof *sd->keep);
+    uint8_t *mask = malloc((size_t)L * H);
+    if (!a->w || !a->item || !a->top || !sd->ablate || !sd->keep || !mask) {
+        free(mask);
+        return tg_fail(err, TG_ERR_NOMEM, "out of memory");
+    }
+    tg_probe probe = {.user = a, .attn = capture};
+    tg_gpt_set_probe(sd->tm.g, &probe);
+    tg_status st = task_score_run(sd->tm.g, t, task_stream(seed, TASK_STREAM_COMPARE), n,
+                                  &sd->full, accumulate, a, err);
+    tg_gpt_set_probe(sd->tm.g, NULL);
+    for (int l = 0; l < L && !st; l++)
+        for (int h = 0; h < H && !st; h++) {
+            memset(mask, 1, (size_t)L * H);
+            mask[l * H + h] = 0;
+            st = masked_accuracy(sd, mask, seed, n, &sd->ablate[l * H + h], err);
+            if (st) break;
+            memset(mask, 1, (size_t)L * H);
+            for (int g = 0; g < H; g++) mask[l * H + g] = g == h;
+            st = masked_accuracy(sd, mask, seed, n, &sd->keep[l * H + h], err);
+        }
+    free(mask);
+    return st;
+}
+
+static void tside_free(tside *sd) {
+    free(sd->ha.w), free(sd->ha.item), free(sd->ha.top), free(sd->ablate), free(sd->keep);
+    task_model_close(&sd->tm);
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void print_text(tside sd[2], long n, uint64_t seed) {
+    const tg_task *t = &sd[0].tm.task;
+    char ostr[512];
+    tg_task_opts_string(t, ostr, sizeof ostr);
+    printf("task %s (%s): %ld fresh sequences (seed %llu), chance %.4g\n", tg_task_kind_name(t->kind),
+           ostr, n, (unsigned long long)seed, t->chance);
+    printf("A = %s\nB = %s\n\n", sd[0].tm.path, sd[1].tm.path);
+    printf("%-34s %12s %12s\n", "", "A", "B");
+    const tg_gpt2_config *ca = tg_gpt_config(sd[0].tm.g), *cb = tg_gpt_config(sd[1].tm.g);
+    printf("%-34s %5d x %-6d %5d x %-6d\n", "layers x heads", ca->n_layer, ca->n_head, cb->n_layer, cb->n_head);
+    printf("%-34s %12zu %12zu\n", "parameters", tg_gpt2_n_params(ca, 1), tg_gpt2_n_params(cb, 1));
+    printf("%-34s %12.4f %12.4f\n", "answer accuracy (per token)", acc_of(&sd[0].full), acc_of(&sd[1].full));
+    printf("%-34s %12.4f %12.4f\n", "answer accuracy (per sequence)",
+           (double)sd[0].full.correct_seqs / sd[0].full.seqs, (double)sd[1].full.correct_seqs / sd[1].full.seqs);
+    printf("%-34s %12.4f %12.4f\n", "loss (nats/answer)", sd[0].full.nll / sd[0].full.answers,
+           sd[1].full.nll / sd[1].full.answers);
+    for (int k = 0; k < 2; k++) {
+        const head_acc *a = &sd[k].ha;
+        int items = t->n_items > 0;
+        printf("\n%c: per head, at the %ld queries that predict an answer\n", 'A' + k, a->n_queries);
+        printf("layer head  ");
+        if (items)
+            for (int j = 0; j < a->K; j++) printf("  item#%d", j + 1);
+        else
+            printf("  source  before");
+        printf("   fixes on (share)   ablated Δacc  keep-only acc\n");
+        for (int l = 0; l < a->L; l++)
+            for (int h = 0; h < a->H; h++) {
+                const double *w = a->item + ((size_t)l * a->H + h) * a->K;
+                const double *tp = a->top + ((size_t)l * a->H + h) * a->K;
+                int best = 0;
+                for (int j = 1; j < a->K; j++)
+                    if (tp[j] > tp[best]) best = j;
+                printf("%5d %4d  ", l, h);
+                for (int j = 0; j < a->K; j++) printf("  %6.3f", w[j] / a->n_queries);
+                if (items)
+                    printf("   #%d (%5.1f%%)      ", best + 1, 100.0 * tp[best] / a->n_queries);
+                else
+                    printf("   %-6s (%5.1f%%)  ", best ? "before" : "source", 100.0 * tp[best] / a->n_queries);
+                printf("  %+12.4f  %13.4f\n", sd[k].ablate[l * a->H + h] - acc_of(&sd[k].full),
+                       sd[k].keep[l * a->H + h]);
+            }
+        for (int l = 0; l < a->L; l++) {
+            double best = -1, mean = 0;
+            for (int h = 0; h < a->H; h++) {
+                double v = sd[k].keep[l * a->H + h];
+                mean += v / a->H;
+                if (v > best) best = v;
+            }
+            printf("layer %d: keep-best-head accuracy %.4f, keep-random-head %.4f (mean over %d), all heads %.4f\n",
+                   l, best, mean, a->H, acc_of(&sd[k].full));
+        }
+    }
+}
+
+static void print_json(tside sd[2], long n, uint64_t seed) {
+    const tg_task *t = &sd[0].tm.task;
+    char ostr[512];
+    tg_task_opts_string(t, ostr, sizeof ostr);
+    printf("{\"task\": \"%s\", \"opts\": \"%s\", \"sequences\": %ld, \"seed\": %llu, \"chance\": %.9g, \"models\": [",
+           tg_task_kind_name(t->kind), ostr, n, (unsigned long long)seed, t->chance);
+    for (int k = 0; k < 2; k++) {
+        const head_acc *a = &sd[k].ha;
+        const tg_gpt2_config *c = tg_gpt_config(sd[k].tm.g);
+        printf("%s\n{\"path\": \"%s\", \"layers\": %d, \"heads\": %d, \"params\": %zu, "
+               "\"accuracy\": %.9g, \"sequence_accuracy\": %.9g, \"loss\": %.9g, \"queries\": %ld, \"heads_detail\": [",
+               k ? "," : "", sd[k].tm.path, c->n_layer, c->n_head, tg_gpt2_n_params(c, 1),
+               acc_of(&sd[k].full), (double)sd[k].full.correct_seqs / sd[k].full.seqs,
+               sd[k].full.nll / sd[k].full.answers, a->n_queries);
+        for (int l = 0; l < a->L; l++)
+            for (int h = 0; h < a->H; h++) {
+                const double *w = a->item + ((size_t)l * a->H + h) * a->K;
+                const double *tp = a->top + ((size_t)l * a->H + h) * a->K;
+                printf("%s{\"layer\": %d, \"head\": %d, \"weight\": [", l + h ? ", " : "", l, h);
+                for (int j = 0; j < a->K; j++) printf("%s%.6g", j ? ", " : "", w[j] / a->n_queries);
+                printf("], \"top_share\": [");
+                for (int j = 0; j < a->K; j++) printf("%s%.6g", j ? ", " : "", tp[j] / a->n_queries);
+                printf("], \"ablated_accuracy\": %.9g, \"keep_only_accuracy\": %.9g}",
+                       sd[k].ablate[l * a->H + h], sd[k].keep[l * a->H + h]);
+            }
+        printf("]}");
+    }
+    printf("]}\n");
+}
+
+static void compare_help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt compare A B [-n N] [--seed S] [--json] [-t THREADS] [--isa ISA]\n"
+            "  for two models trained on the same task (train --task): answer accuracy side by\n"
+            "  side, per head the weight on each item of the answer at the answer's query,\n"
+            "  Δaccuracy when the head is zeroed, and keep-best / keep-random-head accuracy\n"
+            "  -n N        fresh sequences (default 1000)\n"
+            "  --seed S    their seed (default 1)\n");
+}
+
+static int take(const char *cmd, const cli_opt *o, const char *flag, const char *a) {
+    (void)flag;
+    const char **paths = o->dst;
+    if (a[0] == '-') return 1;
+    if (*o->n == 2) return cli_usage(cmd, "three models given ('%s'); compare takes two", a), -1;
+    paths[(*o->n)++] = a;
+    return 0;
+}
+
+static int path_records_task(const char *path) {
+    tg_gpt2_model m;
+    tg_err err;
+    if (tg_gpt2_load(&m, path, 1, &err) != TG_OK) return 0;
+    tg_task t;
+    int r = task_recorded(&m, &t, &err);
+    tg_gpt2_free(&m);
+    return r != 0;
+}
+
+int task_compare_maybe(int argc, char **argv) {
+    static const char *const CMD = "compare";
+    int n_task = 0;
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] != '-' && path_records_task(argv[i])) n_task++;
+    if (n_task == 0) return -1;
+    const char *paths[2] = {NULL, NULL}, *isa = NULL;
+    long n = 1000, threads = 1;
+    unsigned long long seed = 1;
+    int json = 0, n_paths = 0;
+    const cli_opt opts[] = {
+        {CLI_INT("-n", NULL, &n, 1, 10000000)},
+        {CLI_INT("--seed", NULL, &seed, 0, 4294967295L)},
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_STR("--isa", NULL, &isa)},
+        {CLI_ARGS(take, paths), .n = &n_paths},
+        {0},
+    };
+    int parsed = cli_parse(CMD, compare_help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
+    if (n_paths != 2) return cli_usage(CMD, "two task models are needed (tinygpt compare A B)");
+    if (n_task != 2) return cli_usage(CMD, "only one of the two models records a task");
+    tside sd[2];
+    memset(sd, 0, sizeof sd);
+    tg_err err;
+    int code = EXIT_OK;
+    for (int k = 0; k < 2 && !code; k++)
+        code = task_model_open(&sd[k].tm, CMD, paths[k], NULL, NULL, (int)threads, isa);
+    if (code) goto done;
+    char oa[512], ob[512];
+    tg_task_opts_string(&sd[0].tm.task, oa, sizeof oa);
+    tg_task_opts_string(&sd[1].tm.task, ob, sizeof ob);
+    if (sd[0].tm.task.kind != sd[1].tm.task.kind || strcmp(oa, ob)) {
+        code = cli_error(CMD, "the models record different tasks: %s (%s) and %s (%s)",
+                         tg_task_kind_name(sd[0].tm.task.kind), oa, tg_task_kind_name(sd[1].tm.task.kind), ob);
+        goto done;
+    }
+    for (int k = 0; k < 2; k++)
+        if (analyse(&sd[k], seed, n, &err) != TG_OK) {
+            code = cli_error(CMD, "%s", err.msg);
+            goto done;
+        }
+    if (json) print_json(sd, n, seed);
+    else print_text(sd, n, seed);
+    fflush(stdout);
+    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+done:
+    for (int k = 0; k < 2; k++) tside_free(&sd[k]);
+    return code;
+}
+
+/* ---- attention on a task example ------------------------------------------------- */
+
+static void attention_help(FILE *f) {
+    fprintf(f,
+            "usage: tinygpt attention -m MODEL [--task NAME [--task-opts K=V,...]] [--seed S]\n"
+            "                         [--layer L] [--head H] [--query I] [--svg FILE] [--log] [--json]\n"
+            "  on one example sequence of the model's task (or --task): each head's weights for\n"
+            "  the query that predicts the (first) answer, marked items labelled token#j\n"
+            "  --seed S     which example (default 1)\n"
+            "  --query I    another query position, 0-based\n");
+}
+
+int task_attention_maybe(int argc, char **argv) {
+    static const char *const CMD = "attention";
+    int mine = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--task")) mine = 1;
+        if (!strcmp(argv[i], "-m") && i + 1 < argc && path_records_task(argv[i + 1])) mine = 1;
+    }
+    if (!mine) return -1;
+    const char *model = NULL, *name = NULL, *topts = NULL, *svg = NULL, *isa = NULL, *prompt = NULL;
+    long layer = -1, head = -1, query = -1, threads = 1;
+    unsigned long long seed = 1;
+    int log_scale = 0, json = 0;
+    const cli_opt opts[] = {
+        {CLI_STR("-m", NULL, &model)},
+        {CLI_STR("--task", NULL, &name)},
+        {CLI_STR("--task-opts", NULL, &topts)},
+        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_INT("--seed", NULL, &seed, 0, 4294967295L)},
+        {CLI_INT("--layer", NULL, &layer, 0, 1 << 20)},
+        {CLI_INT("--head", NULL, &head, 0, 1 << 20)},
+        {CLI_INT("--query", NULL, &query, 0, 1 << 24)},
+        {CLI_STR("--svg", NULL, &svg)},
+        {CLI_FLAG("--log", NULL, &log_scale, 1)},
+        {CLI_FLAG("--json", NULL, &json, 1)},
+        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_STR("--isa", NULL, &isa)},
+        {0},
+    };
+    int parsed = cli_parse(CMD, attention_help, opts, argc, argv);
+    if (parsed != CLI_RUN) return parsed;
+    if (prompt) return cli_usage(CMD, "-p does not apply to a task model (the example comes from --seed)");
+    task_model tm;
+    int code = task_model_open(&tm, CMD, model, name, topts, (int)threads, isa);
+    if (code) return code;
+    const tg_gpt2_config *c = tg_gpt_config(tm.g);
+    const tg_task *t = &tm.task;
+    int T = t->n - 1;
+    attn_map m = {0};
+    tg_err err;
+    tg_task_seq *s = malloc(sizeof *s);
+    float *logits = malloc(sizeof(float) * (size_t)T * t->V);
+    if (!s || !logits) {
+        code = cli_error(CMD, "out of memory");
+        goto done;
+    }
+    if (layer >= c->n_layer) {
+        code = cli_usage(CMD, "--layer: %ld is outside [0, %d]", layer, c->n_layer - 1);
+        goto done;
+    }
+    if (head >= c->n_head) {
+        code = cli_usage(CMD, "--head: %ld is outside [0, %d]", head, c->n_head - 1);
+        goto done;
+    }
+    if (query >= T) {
+        code = cli_usage(CMD, "--query: %ld is outside [0, %d] (the example's inputs)", query, T - 1);
+        goto done;
+    }
+    tg_rng r = task_stream(seed, TASK_STREAM_SAMPLE);
+    tg_task_sample(t, &r, s);
+    int first = 1;
+    while (first < t->n && !s->answer[first]) first++;
+    int q = query >= 0 ? (int)query : first - 1;
+    if (attn_capture(&m, tm.g, NULL, s->seq, T, &err) ||
+        tg_gpt_forward(tm.g, s->seq, T, 0, logits, 1, &err)) {
+        code = cli_error(CMD, "%s", err.msg);
+        goto done;
+    }
+    for (int i = 0; i < T; i++) {
+        char tn[32], lab[48];
+        tg_task_token_name(t, s->seq[i], tn, sizeof tn);
+        if (s->role[i]) snprintf(lab, sizeof lab, "%s#%d", tn, s->role[i]);
+        else snprintf(lab, sizeof lab, "%s", tn);
+        free(m.labels[i]);
+        if (!(m.labels[i] = strdup(lab))) {
+            code = cli_error(CMD, "out of memory");
+            goto done;
+        }
+    }
+    if (json) {
+        attn_print_json(stdout, &m);
+    } else {
+        char tn[32];
+        printf("%s: task %s, %d layers x %d heads; example (seed %llu):\n ", tm.path,
+               tg_task_kind_name(t->kind), c->n_layer, c->n_head, seed);
+        for (int i = 0; i < t->n; i++) {
+            tg_task_token_name(t, s->seq[i], tn, sizeof tn);
+            printf(" %s%s%s", s->answer[i] ? "[" : "", i < T ? m.labels[i] : tn, s->answer[i] ? "]" : "");
+        }
+        if (q + 1 < t->n && s->answer[q + 1]) {
+            const float *l = logits + (size_t)q * t->V;
+            int am = 0;
+            for (int v = 1; v < t->V; v++)
+                if (l[v] > l[am]) am = v;
+            tg_task_token_name(t, am, tn, sizeof tn);
+            printf("\nquery %d \"%s\" predicts %s (%s)\n", q, m.labels[q], tn,
+                   am == s->seq[q + 1] ? "right" : "wrong");
+        } else {
+            printf("\nquery %d \"%s\"\n", q, m.labels[q]);
+        }
+        if (t->n_items) {
+            printf("\nweight on each item of the answer (query %d):\n", q);
+            for (int l = 0; l < c->n_layer; l++)
+                for (int h = 0; h < c->n_head; h++) {
+                    if ((layer >= 0 && l != layer) || (head >= 0 && h != head)) continue;
+                    const float *row = attn_row(&m, l, h, q);
+                    double w[TG_TASK_MAX_K] = {0};
+                    for (int j = 0; j <= q; j++)
+                        if (s->role[j] > 0) w[s->role[j] - 1] += row[j];
+                    int best = 0;
+                    printf("  layer %d head %d:", l, h);
+                    for (int j = 0; j < t->n_items; j++) {
+                        printf("  #%d %.3f", j + 1, w[j]);
+                        if (w[j] > w[best]) best = j;
+                    }
+                    printf("   fixes on #%d\n", best + 1);
+                }
+        }
+        printf("\n");
+        attn_print_bars(stdout, &m, (int)layer, (int)head, q);
+    }
+    if (svg) {
+        attn_svg_opts so = {tm.path, log_scale, (int)layer, (int)head};
+        if (attn_write_svg(&m, svg, &so, &err)) {
+            code = cli_error(CMD, "%s", err.msg);
+            goto done;
+        }
+        fprintf(stderr, "wrote %s\n", svg);
+    }
+    fflush(stdout);
+    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+done:
+    free(s), free(logits);
+    attn_map_free(&m);
+    task_model_close(&tm);
+    return code;
+}
