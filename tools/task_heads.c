@@ -341,6 +341,7 @@ int task_attention_maybe(int argc, char **argv) {
     int parsed = cli_parse(CMD, attention_help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
     if (prompt) return cli_usage(CMD, "-p does not apply to a task model (the example comes from --seed)");
+    if (svg && (parsed = cli_out_check(CMD, "--svg", svg))) return parsed; /* as cmd_attention */
     task_model tm;
     int code = task_model_open(&tm, CMD, model, name, topts, (int)threads, isa);
     if (code) return code;

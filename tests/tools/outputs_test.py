@@ -71,10 +71,13 @@ with tempfile.TemporaryDirectory() as d:
     expect(["train", "-f", text, "-o", missing + ".gguf"], 1, NODIR)
     expect(["train", "-f", text, "-o", d], 1, b"is a directory")
 
-    # convert, init, profile --trace, attention --svg: all the work, then the failure
+    # convert, init, profile --trace, attention --svg (text and task models): all the
+    # work, then the failure
     for args, flag in [(["convert", M4, "-o"], b"-o"), (init + ["-o"], b"-o"),
                        (["profile", "-m", M4, "-n", "4", "--no-roofline", "--trace"], b"--trace"),
-                       (["attention", "-m", M4, "--svg"], b"--svg")]:
+                       (["attention", "-m", M4, "--svg"], b"--svg"),
+                       (["attention", "-m", os.path.join(SRC, "weights", "marked-tuple-4h.gguf"), "--svg"],
+                        b"--svg")]:
         expect(args + [""], 2, flag + b": " + EMPTY)
         expect(args + [os.path.join(missing, "out")], 1, flag + b": " + missing.encode())
         expect(args + [d], 1, b"is a directory")
