@@ -17,11 +17,14 @@
  *          sequential stream.
  *   T == 1, F16/BF16   the weights widened to f32 in registers (F16C
  *          vcvtph2ps; bfloat16 by a 16-bit shift), four FMA chains.
- *   T > 1  every type: ~2 MB of W's rows at a time decoded to f32 (and
+ *   T > 1, Q8_0/Q4_0 with VNNI (QL defined: quant_avx512.c, quant_avxvnni.c)
+ *          the int8 GEMM on vpdpbusd (qgemm_tmpl.h).
+ *   T > 1  otherwise: ~2 MB of W's rows at a time decoded to f32 (and
  *          for Q8_0/Q4_0 X's blocks decoded too, exactly) and handed to the
  *          ISA's f32 matmul, whose every output is independent of the rows
- *          around it. (An int8 GEMM on vpdpbusd is the next step: this one
- *          runs at the f32 GEMM's speed plus one decode pass over W.)
+ *          around it: the f32 GEMM's speed plus one decode pass over W. (On
+ *          AVX2 without VNNI, vpmaddubsw's saturating u8·s8 pairs would need
+ *          the sign trick per broadcast, as many instructions as f32 FMAs.)
  *
  * Results do not depend on o0/o1: each row is computed by the same
  * operations wherever it falls. */
@@ -155,18 +158,37 @@ static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, siz
     free(xd);
 }
 
+/* ---- T > 1 on integer dot products, where the file has VNNI ------------------ */
+
+#ifdef QL
+#include "engine/x86/qgemm_tmpl.h"
+Q_TILE(1) Q_TILE(2) Q_TILE(3)
+#if QMR >= 6
+Q_TILE(4) Q_TILE(5) Q_TILE(6)
+static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3,
+                                           q_tile_4, q_tile_5, q_tile_6};
+#else
+static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
+#endif
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1) \
+    qgemm_run(q4, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1)
+#else /* vpmaddubsw saturates u8·s8 pairs: decode to the f32 GEMM instead */
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1) \
+    gemm_decoded(ty, y, x, w, ldw, b, T, in, out, o0, o1)
+#endif
+
 /* ---- the table entries ------------------------------------------------------ */
 
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else gemm_decoded(TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else gemm_decoded(TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
