@@ -126,9 +126,46 @@ ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, s
 
 /* ---- T > 1: decode TG_ROW_BLOCK rows, then the f32 matmul ------------------ */
 
+/* one row of IEEE half (h16) or bfloat16 as f32 (exact) */
+ALWAYS_INLINE void decode_half_row(int h16, float *dst, const uint16_t *src, int in) {
+    int i = 0;
+    for (; i + 8 <= in; i += 8) _mm256_storeu_ps(dst + i, load8_half(h16, src + i));
+    for (; i < in; i++) dst[i] = half_scalar(h16, src[i]);
+}
+
+/* one row of Q8_0 (q4 = 0) or Q4_0 blocks as f32: d·q rounds once, as the
+ * reference's */
+ALWAYS_INLINE void decode_q_row(int q4, float *dst, const char *src, int in) {
+    for (int k = 0; k < in / TG_QK; k++) {
+        __m256i q;
+        uint16_t d;
+        if (q4) {
+            const tg_block_q4_0 *b = (const tg_block_q4_0 *)src + k;
+            q = q4_unpack(b->qs);
+            d = b->d;
+        } else {
+            const tg_block_q8_0 *b = (const tg_block_q8_0 *)src + k;
+            q = _mm256_loadu_si256((const __m256i *)b->qs);
+            d = b->d;
+        }
+        __m256 vd = _mm256_set1_ps(h2f(d));
+        __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+        float *o = dst + (size_t)k * TG_QK;
+        _mm256_storeu_ps(o, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+        _mm256_storeu_ps(o + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
+        _mm256_storeu_ps(o + 16, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+        _mm256_storeu_ps(o + 24, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+    }
+}
+
 static void decode_rows(tg_wtype t, float *dst, const char *w, size_t ldw, int in, int r0, int r1) {
-    for (int r = r0; r < r1; r++)
-        tg_dequantize_row(t, dst + (size_t)(r - r0) * in, w + (size_t)r * ldw, in);
+    for (int r = r0; r < r1; r++) {
+        float *d = dst + (size_t)(r - r0) * in;
+        const char *src = w + (size_t)r * ldw;
+        if (t == TG_WTYPE_F16) decode_half_row(1, d, (const uint16_t *)src, in);
+        else if (t == TG_WTYPE_BF16) decode_half_row(0, d, (const uint16_t *)src, in);
+        else decode_q_row(t == TG_WTYPE_Q4_0, d, src, in);
+    }
 }
 
 static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
