@@ -64,32 +64,82 @@ ALWAYS_INLINE __m256i block_dot(__m256i w, __m256i x) {
     return acc;
 }
 
-/* y[o0..o1) = W · x for one token, W in Q8_0 (q4 = 0) or Q4_0 (q4 = 1) */
+/* 32 nibbles of a Q4_0 block as unsigned bytes q (element j: q - 8) */
+ALWAYS_INLINE __m256i q4_nibbles(const uint8_t *qs) {
+    __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
+    return _mm256_set_m128i(hi, lo);
+}
+
+/* Q8_0 weights as unsigned bytes w + 128 in the GEMV only where the dot
+ * products do not saturate: vpdpbusd sums u8·s8 in int32, vpmaddubsw pairs
+ * in int16 (255·127·2 does not fit; Q4_0's 15·127·2 does) */
+#ifdef QL
+#define GEMV_Q8_UNSIGNED 1
+#else
+#define GEMV_Q8_UNSIGNED 0
+#endif
+
+/* y[o0..o1) = W · x for one token, W in Q8_0 (q4 = 0) or Q4_0 (q4 = 1).
+ * Q4_0 (and Q8_0 with VNNI) multiply the weights as unsigned bytes (the
+ * nibble q = w + 8; w ^ 0x80 = w + 128) by x, with the int32 lanes of a
+ * block starting at c = -8·Σx (-128·Σx) in lane 0: no sign trick per
+ * block, and c and x's scale are computed once per call for all rows. */
+#define GEMV_STACK_BLOCKS 256
 ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
                           const float *b, int nb, int o0, int o1) {
+    int32_t xc_s[GEMV_STACK_BLOCKS];
+    float xd_s[GEMV_STACK_BLOCKS];
+    int32_t *xc = xc_s;
+    float *xd = xd_s;
+    int heap = nb > GEMV_STACK_BLOCKS;
+    if (heap) {
+        xc = malloc(sizeof *xc * (size_t)nb);
+        xd = malloc(sizeof *xd * (size_t)nb);
+        if (!xc || !xd) abort(); /* kernels cannot fail; 8 bytes per 32 inputs */
+    }
+    int unsig = q4 || GEMV_Q8_UNSIGNED;
+    for (int k = 0; k < nb; k++) {
+        int32_t sx = 0;
+        for (int j = 0; j < TG_QK; j++) sx += xb[k].qs[j];
+        xc[k] = (q4 ? -8 : -128) * sx;
+        xd[k] = h2f(xb[k].d);
+    }
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
         for (int k = 0; k < nb; k++) {
-            __m256i wq;
+            __m256i wq, acc;
             uint16_t dw;
+            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
             if (q4) {
                 const tg_block_q4_0 *wb = (const tg_block_q4_0 *)wo + k;
-                wq = q4_unpack(wb->qs);
+                wq = q4_nibbles(wb->qs);
                 dw = wb->d;
             } else {
                 const tg_block_q8_0 *wb = (const tg_block_q8_0 *)wo + k;
                 wq = _mm256_loadu_si256((const __m256i *)wb->qs);
                 dw = wb->d;
             }
-            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
-            __m256 s = _mm256_cvtepi32_ps(block_dot(wq, xq));
-            __m256 d = _mm256_set1_ps(h2f(dw) * h2f(xb[k].d));
+            if (unsig) {
+                if (!q4) wq = _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80));
+                acc = _mm256_setr_epi32(xc[k], 0, 0, 0, 0, 0, 0, 0);
+                DOT32(acc, wq, xq);
+            } else {
+                acc = block_dot(wq, xq);
+            }
+            __m256 s = _mm256_cvtepi32_ps(acc);
+            __m256 d = _mm256_set1_ps(h2f(dw) * xd[k]);
             if (k & 1) a1 = _mm256_fmadd_ps(s, d, a1);
             else a0 = _mm256_fmadd_ps(s, d, a0);
         }
         float v = hsum8(_mm256_add_ps(a0, a1));
         y[o] = b ? v + b[o] : v;
+    }
+    if (heap) {
+        free(xc);
+        free(xd);
     }
 }
 
