@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "model/analysis.h"
 #include "model/gpt.h"
 #include "model/tokenizer.h"
 
@@ -16,8 +17,9 @@ typedef struct attn_map {
     char **labels;  /* [T] printable, valid UTF-8 labels of the token pieces */
 } attn_map;
 
-/* Runs ids[T] (positions 0..T-1) through g with a capturing probe attached.
- * The probe is detached again before returning. */
+/* Runs ids[T] (positions 0..T-1) through g with a capturing probe attached
+ * (tg_attention_capture, model/analysis.h) and labels the tokens with tok's
+ * pieces (tok NULL: empty labels, the caller sets them). */
 tg_status attn_capture(attn_map *m, tg_gpt *g, const tg_tokenizer *tok, const int *ids, int T,
                        tg_err *err);
 void attn_map_free(attn_map *m);
