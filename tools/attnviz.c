@@ -411,3 +411,20 @@ void attn_print_json(FILE *f, const attn_map *m) {
     }
     fputs("]}\n", f);
 }
+
+int attn_check_selection(const char *cmd, int n_layer, int n_head, long layer, long head) {
+    if (layer >= n_layer) return cli_usage(cmd, "--layer: %ld is outside [0, %d]", layer, n_layer - 1);
+    if (head >= n_head) return cli_usage(cmd, "--head: %ld is outside [0, %d]", head, n_head - 1);
+    return EXIT_OK;
+}
+
+int attn_finish(const char *cmd, const attn_map *m, const char *svg, const attn_svg_opts *o) {
+    if (svg) {
+        tg_err err;
+        if (attn_write_svg(m, svg, o, &err)) return cli_error(cmd, "%s", err.msg);
+        fprintf(stderr, "wrote %s\n", svg);
+    }
+    fflush(stdout);
+    if (ferror(stdout)) return cli_error(cmd, "writing the output failed");
+    return EXIT_OK;
+}
