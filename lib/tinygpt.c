@@ -541,3 +541,12 @@ tinygpt_status tinygpt_context_restore(tinygpt *m, const tinygpt_context *c) {
 }
 
 int tinygpt_context_n_past(const tinygpt_context *c) { return c->n_past; }
+
+tg_tokenizer *tg_lib_tok(tinygpt *m) { return m->tok; }
+
+void tg_lib_cache_lost(tinygpt *m) {
+    tg_gpt_truncate(m->gpt, 0, &m->err);
+    m->have_logits = 0;
+    tg_gpt_set_probe(m->gpt, NULL);
+    tg_gpt_set_head_mask(m->gpt, m->head_mask, &m->err); /* copied into a buffer it has */
+}
