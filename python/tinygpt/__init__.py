@@ -363,6 +363,152 @@ class Model:
     def restore(self, ctx):
         self._check(_L.tinygpt_context_restore(self._h(), ctx._p))
 
+    # ---- analysis: the numbers of `tinygpt compare`, `profile`, `bench` ----
+
+    def _text_ids(self, text):
+        a = _ids(self.encode(text) if isinstance(text, (str, bytes)) else text)
+        if a.size < 2:
+            raise Error(5, "tinygpt: a text of %d tokens; the analysis takes at least 2" % a.size)
+        return a
+
+    def quality(self, text, window=0):
+        """Loss of a text (str/bytes, encoded without special tokens as
+        `tinygpt compare -f` does, or ids) in windows of `window` tokens (0:
+        the cache length): nats/token, perplexity, nats/byte, loss by window
+        position, in-context score (a dict). Runs under the head mask (so an
+        ablated loss is `with m.ablate(l, h): m.quality(text)`)."""
+        a = self._text_ids(text)
+        q = _lib.Quality()
+        self._check(_L.tinygpt_run_quality(self._h(), _ptr(a, C.c_int), a.size, int(window),
+                                           C.byref(q)))
+        return _lib.as_dict(q)
+
+    def heads(self, text, window=0, head_tokens=2048, seed=1):
+        """The head analysis of `tinygpt compare`: per-head attention metrics
+        (entropy, confidence, sink, prev, local, induction: float64 [L, H]),
+        the loss with each head zeroed (ablation_loss, ablation_delta), the
+        loss keeping only one head of a layer (only_loss), the class of each
+        head ([L][H] strings), and per layer the best and the mean single
+        head. From every head on (the mask set before is back after)."""
+        a = self._text_ids(text)
+        o = _lib.HeadsOpts(int(window), int(head_tokens), int(seed))
+        r = C.POINTER(_lib.HeadAnalysis)()
+        self._check(_L.tinygpt_run_heads(self._h(), _ptr(a, C.c_int), a.size, C.byref(o),
+                                         C.byref(r)))
+        try:
+            h = r.contents
+            L, H = h.n_layer, h.n_head
+            out = {k: getattr(h, k) for k in ("n_layer", "n_head", "n_kv_head", "window",
+                                              "head_tokens", "seed", "tokens", "baseline_loss")}
+            rows = [h.heads[i] for i in range(L * H)]
+            for k in ("entropy", "confidence", "sink", "prev", "local", "induction",
+                      "ablation_loss", "ablation_delta", "only_loss"):
+                out[k] = np.array([getattr(x, k) for x in rows], dtype=np.float64).reshape(L, H)
+            out["kv_head"] = np.array([x.kv_head for x in rows], dtype=np.int32).reshape(L, H)
+            out["class"] = [[rows[l * H + j].cls.decode() for j in range(H)] for l in range(L)]
+            out["layers"] = [_lib.as_dict(h.layers[i]) for i in range(h.n_layers)]
+            return out
+        finally:
+            _L.tinygpt_head_analysis_free(r)
+
+    def agreement(self, other, text, window=0):
+        """Top-1 agreement and mean KL(self || other) on the same windows of
+        text (the vocabularies must be the same)."""
+        a = self._text_ids(text)
+        g = _lib.Agreement()
+        other._h()
+        self._check(_L.tinygpt_run_agreement(self._h(), other._m, _ptr(a, C.c_int), a.size,
+                                             int(window), C.byref(g)))
+        return _lib.as_dict(g)
+
+    def speed(self, text, window=0, reps=3):
+        """Prefill and decode tok/s at the window and attention's share of
+        each (compare's speed part; timings vary from run to run)."""
+        a = self._text_ids(text)
+        sp = _lib.Speed()
+        self._check(_L.tinygpt_run_speed(self._h(), _ptr(a, C.c_int), a.size, int(window),
+                                         int(reps), C.byref(sp)))
+        return _lib.as_dict(sp)
+
+    def compare(self, other, text, window=0, head_tokens=2048, seed=1, heads=True,
+                agreement=True, speed=False):
+        """`tinygpt compare self other -f text --json` as a dict: per model
+        its configuration, quality, head analysis (heads=True) and speed
+        (speed=True); their agreement. window 0: the smaller cache."""
+        N = int(window) or min(self.n_ctx, other.n_ctx)
+        out = {"window": N, "head_tokens": head_tokens, "models": []}
+        for m in (self, other):
+            ids = m.encode(text) if isinstance(text, (str, bytes)) else text
+            d = {k: m.info[k] for k in ("path", "n_layer", "n_head", "head_size", "n_embd",
+                                        "n_ctx", "n_vocab", "n_params")}
+            d["quality"] = m.quality(ids, N)
+            if heads:
+                d["heads"] = m.heads(ids, N, head_tokens, seed)
+            if speed:
+                d["speed"] = m.speed(ids, N)
+            out["models"].append(d)
+        if agreement:
+            out["agreement"] = self.agreement(other, self.encode(text) if isinstance(
+                text, (str, bytes)) else text, N)
+        return out
+
+    def profile(self, prompt=None, n_prompt=0, gen=32, reps=1, seed=0, per_layer=False,
+                per_head=False, roofline_seconds=0.0):
+        """`tinygpt profile`'s numbers: per phase (prefill, decode) the rows
+        per op (and per layer / head) with calls, ns, %, flops, bytes and %
+        of the roofline (roofline_seconds > 0 measures the machine first).
+        prompt: a str or ids (else n_prompt random ids from seed)."""
+        o = _lib.ProfileOpts()
+        _L.tinygpt_profile_opts_init(C.byref(o))
+        a = None
+        if prompt is not None:
+            a = _ids(self.encode(prompt) if isinstance(prompt, (str, bytes)) else prompt)
+            o.prompt, o.n_prompt = _ptr(a, C.c_int), a.size
+        else:
+            o.n_prompt = int(n_prompt)
+        o.gen, o.reps, o.seed = int(gen), int(reps), int(seed)
+        o.per_layer, o.per_head = int(bool(per_layer)), int(bool(per_head))
+        o.roofline_seconds = float(roofline_seconds)
+        r = C.POINTER(_lib.Profile)()
+        self._check(_L.tinygpt_run_profile(self._h(), C.byref(o), C.byref(r)))
+        try:
+            p = r.contents
+            out = {"n_threads": p.n_threads, "dram_gbs": p.dram_gbs,
+                   "peak_gflops": p.peak_gflops, "phases": {}}
+            for ph in p.phase:
+                if not ph.ran:
+                    continue
+                d = _lib.as_dict(ph)
+                for k, n in (("ops", ph.n_ops), ("layers", ph.n_layers), ("heads", ph.n_heads)):
+                    d[k] = [_lib.as_dict(getattr(ph, k)[i]) for i in range(n)]
+                out["phases"][d["name"]] = d
+            return out
+        finally:
+            _L.tinygpt_profile_free(r)
+
+    def sweep(self, ctx, steps=8, seed=0, roofline_seconds=0.0):
+        """Decode at growing context (profile --ctx-sweep): a dict per ctx."""
+        c = _ids(ctx)
+        rows = (_lib.SweepRow * c.size)()
+        self._check(_L.tinygpt_run_sweep(self._h(), _ptr(c, C.c_int), c.size, int(steps),
+                                         int(seed), float(roofline_seconds), rows))
+        return [_lib.as_dict(r) for r in rows]
+
+    def bench(self, pp=(128,), tg=(128,), reps=5, roofline_seconds=0.0):
+        """`tinygpt bench` rows (llama-bench style): ppN prefills, tgN decodes."""
+        out = []
+        for is_pp, ns in ((1, pp), (0, tg)):
+            for n in ns:
+                r = _lib.BenchRow()
+                ms = (C.c_double * int(reps))()
+                self._check(_L.tinygpt_run_bench(self._h(), is_pp, int(n), int(reps), None,
+                                                 float(roofline_seconds), C.byref(r), ms))
+                d = _lib.as_dict(r)
+                d["test"] = ("pp%d" if is_pp else "tg%d") % n
+                d["ms"] = list(ms)
+                out.append(d)
+        return out
+
     # ---- generation ----
 
     def generate(self, prompt="", n=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,

@@ -82,9 +82,108 @@ class GenerateResult(C.Structure):
                 ("prefill_s", C.c_double), ("decode_s", C.c_double)]
 
 
+class LossBucket(C.Structure):
+    _fields_ = [("from_", C.c_int), ("to", C.c_int), ("tokens", C.c_uint64),
+                ("nats", C.c_double), ("nats_per_token", C.c_double)]
+
+
+class Quality(C.Structure):
+    _fields_ = [("window", C.c_int), ("tokens", C.c_uint64), ("bytes", C.c_uint64),
+                ("nats", C.c_double), ("nats_per_token", C.c_double),
+                ("perplexity", C.c_double), ("nats_per_byte", C.c_double),
+                ("by_position", LossBucket * 4), ("in_context_score", C.c_double)]
+
+
+class Head(C.Structure):
+    _fields_ = [("layer", C.c_int), ("head", C.c_int), ("kv_head", C.c_int),
+                ("entropy", C.c_double), ("confidence", C.c_double), ("sink", C.c_double),
+                ("prev", C.c_double), ("local", C.c_double), ("induction", C.c_double),
+                ("cls", C.c_char_p), ("ablation_loss", C.c_double),
+                ("ablation_delta", C.c_double), ("only_loss", C.c_double)]
+
+
+class LayerHeads(C.Structure):
+    _fields_ = [("layer", C.c_int), ("best_head", C.c_int), ("all_heads_loss", C.c_double),
+                ("best_head_loss", C.c_double), ("random_head_loss", C.c_double)]
+
+
+class HeadsOpts(C.Structure):
+    _fields_ = [("window", C.c_int), ("head_tokens", C.c_uint64), ("seed", C.c_uint64)]
+
+
+class HeadAnalysis(C.Structure):
+    _fields_ = [("n_layer", C.c_int), ("n_head", C.c_int), ("n_kv_head", C.c_int),
+                ("window", C.c_int), ("head_tokens", C.c_uint64), ("seed", C.c_uint64),
+                ("tokens", C.c_uint64), ("baseline_loss", C.c_double),
+                ("heads", C.POINTER(Head)), ("layers", C.POINTER(LayerHeads)),
+                ("n_layers", C.c_int)]
+
+
+class Agreement(C.Structure):
+    _fields_ = [("positions", C.c_uint64), ("top1_same", C.c_uint64), ("kl_sum", C.c_double),
+                ("top1", C.c_double), ("kl", C.c_double)]
+
+
+class ProfileRow(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("layer", C.c_int), ("head", C.c_int),
+                ("calls", C.c_double), ("ns", C.c_double), ("pct", C.c_double),
+                ("flops", C.c_double), ("bytes", C.c_double), ("weight_bytes", C.c_double),
+                ("kv_bytes", C.c_double), ("act_bytes", C.c_double), ("roof_pct", C.c_double)]
+
+
+class ProfilePhase(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("ran", C.c_int), ("steps", C.c_int),
+                ("tokens", C.c_int64), ("wall_ns", C.c_double), ("op_ns", C.c_double),
+                ("wait_ns", C.c_double), ("cpu_ns", C.c_double),
+                ("ops", C.POINTER(ProfileRow)), ("n_ops", C.c_int),
+                ("layers", C.POINTER(ProfileRow)), ("n_layers", C.c_int),
+                ("heads", C.POINTER(ProfileRow)), ("n_heads", C.c_int),
+                ("outside", ProfileRow), ("total", ProfileRow)]
+
+
+class Profile(C.Structure):
+    _fields_ = [("n_threads", C.c_int), ("dram_gbs", C.c_double), ("peak_gflops", C.c_double),
+                ("phase", ProfilePhase * 2)]
+
+
+class ProfileOpts(C.Structure):
+    _fields_ = [("prompt", C.POINTER(C.c_int)), ("n_prompt", C.c_int), ("gen", C.c_int),
+                ("reps", C.c_int), ("seed", C.c_uint64), ("per_layer", C.c_int),
+                ("per_head", C.c_int), ("roofline_seconds", C.c_double)]
+
+
+class SweepRow(C.Structure):
+    _fields_ = [("ctx", C.c_int), ("steps", C.c_int), ("step_us", C.c_double),
+                ("attn_us", C.c_double), ("part_us", C.c_double * 3), ("attn_pct", C.c_double),
+                ("us_per_head", C.c_double), ("attn_gflops", C.c_double),
+                ("attn_roof_pct", C.c_double)]
+
+
+class BenchRow(C.Structure):
+    _fields_ = [("threads", C.c_int), ("is_pp", C.c_int), ("n", C.c_int), ("reps", C.c_int),
+                ("tok_s", C.c_double), ("tok_s_sd", C.c_double), ("gflops", C.c_double),
+                ("gbs", C.c_double), ("flops_frac", C.c_double), ("bw_frac", C.c_double),
+                ("roof_frac", C.c_double)]
+
+
+class Speed(C.Structure):
+    _fields_ = [("n_tokens", C.c_int), ("reps", C.c_int), ("prefill_tok_s", C.c_double),
+                ("decode_tok_s", C.c_double), ("prefill_attn_share", C.c_double),
+                ("decode_attn_share", C.c_double)]
+
+
 STRUCTS = {"tinygpt_options": Options, "tinygpt_sampling": Sampling, "tinygpt_info": Info,
            "tinygpt_tensor_info": TensorInfo, "tinygpt_generate_opts": GenerateOpts,
-           "tinygpt_token": Token, "tinygpt_generate_result": GenerateResult}
+           "tinygpt_token": Token, "tinygpt_generate_result": GenerateResult,
+           "tinygpt_loss_bucket": LossBucket, "tinygpt_quality": Quality,
+           "tinygpt_head": Head, "tinygpt_layer_heads": LayerHeads,
+           "tinygpt_heads_opts": HeadsOpts, "tinygpt_head_analysis": HeadAnalysis,
+           "tinygpt_agreement": Agreement, "tinygpt_profile_row": ProfileRow,
+           "tinygpt_profile_phase": ProfilePhase, "tinygpt_profile": Profile,
+           "tinygpt_profile_opts": ProfileOpts, "tinygpt_sweep_row": SweepRow,
+           "tinygpt_bench_row": BenchRow, "tinygpt_speed": Speed}
+# C field names that are Python keywords
+RENAMED = {("tinygpt_loss_bucket", "from_"): "from"}
 
 p = C.c_void_p
 i32p = C.POINTER(C.c_int)
@@ -135,7 +234,41 @@ PROTOS = {
     "tinygpt_gen_stop": (None, [p]),
     "tinygpt_gen_result": (None, [p, C.POINTER(GenerateResult)]),
     "tinygpt_gen_free": (None, [p]),
+    "tinygpt_run_quality": (C.c_int, [p, i32p, C.c_size_t, C.c_int, C.POINTER(Quality)]),
+    "tinygpt_heads_opts_init": (None, [C.POINTER(HeadsOpts)]),
+    "tinygpt_run_heads": (C.c_int, [p, i32p, C.c_size_t, C.POINTER(HeadsOpts),
+                                    C.POINTER(C.POINTER(HeadAnalysis))]),
+    "tinygpt_head_analysis_free": (None, [C.POINTER(HeadAnalysis)]),
+    "tinygpt_run_agreement": (C.c_int, [p, p, i32p, C.c_size_t, C.c_int,
+                                        C.POINTER(Agreement)]),
+    "tinygpt_profile_opts_init": (None, [C.POINTER(ProfileOpts)]),
+    "tinygpt_run_profile": (C.c_int, [p, C.POINTER(ProfileOpts), C.POINTER(C.POINTER(Profile))]),
+    "tinygpt_profile_free": (None, [C.POINTER(Profile)]),
+    "tinygpt_run_sweep": (C.c_int, [p, i32p, C.c_int, C.c_int, C.c_uint64, C.c_double,
+                                    C.POINTER(SweepRow)]),
+    "tinygpt_run_bench": (C.c_int, [p, C.c_int, C.c_int, C.c_int, i32p, C.c_double,
+                                    C.POINTER(BenchRow), C.POINTER(C.c_double)]),
+    "tinygpt_run_speed": (C.c_int, [p, i32p, C.c_size_t, C.c_int, C.c_int, C.POINTER(Speed)]),
 }
+
+
+def as_dict(st):
+    """A ctypes struct as a dict (nested structs and arrays of them too;
+    strings decoded; pointers left out)."""
+    cname = next((k for k, v in STRUCTS.items() if v is type(st)), "")
+    out = {}
+    for f, t in st._fields_:
+        v = getattr(st, f)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, C.Structure):
+            v = as_dict(v)
+        elif isinstance(v, C.Array):
+            v = [as_dict(x) if isinstance(x, C.Structure) else x for x in v]
+        elif isinstance(v, (C._Pointer, C.c_void_p)) or (t is C.c_void_p):
+            continue
+        out[RENAMED.get((cname, f), f)] = v
+    return out
 
 
 def bind(lib):

@@ -95,7 +95,8 @@ def test_layouts(tmp):
     for cname, py in _lib.STRUCTS.items():
         lines.append('printf("%s %%zu\\n", sizeof(%s));' % (cname, cname))
         for f, _ in py._fields_:
-            lines.append('printf("%s.%s %%zu\\n", offsetof(%s, %s));' % (cname, f, cname, f))
+            cf = _lib.RENAMED.get((cname, f), f)
+            lines.append('printf("%s.%s %%zu\\n", offsetof(%s, %s));' % (cname, f, cname, cf))
     lines.append("return 0; }")
     src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
     with open(src, "w") as f:
@@ -228,6 +229,85 @@ def test_shipped():
     m.close()
 
 
+def close(a, b):
+    """Equal as `%.9g` prints (the CLI's JSON), or both undefined."""
+    if a is None or b is None:
+        return (a is None or a != a) and (b is None or b != b)
+    return abs(a - b) <= 1e-8 * max(abs(a), abs(b)) + 1e-12
+
+
+def test_analysis():
+    """compare / profile / bench through the binding against the commands'
+    --json (the same library code; every deterministic field)."""
+    s1, s4 = os.path.join(SRC, "weights", "shakespeare-1h.gguf"), SHIPPED
+    text_path = os.path.join(SRC, "tests", "tools", "golden", "text.txt")
+    text = open(text_path, encoding="utf-8").read()
+    js = json.loads(cli("compare", s1, s4, "-f", text_path, "--json", "--head-tokens", 256))
+    m1, m4 = tinygpt.Model(s1), tinygpt.Model(s4)
+    py = m1.compare(m4, text, head_tokens=256)
+    check(py["window"] == js["window"], "compare window")
+    for cm, pm in zip(js["models"], py["models"]):
+        q, pq = cm["quality"], pm["quality"]
+        for k in ("tokens", "bytes", "nats_per_token", "perplexity", "nats_per_byte",
+                  "in_context_score"):
+            check(close(q[k], pq[k]), "compare %s quality %s: %s vs %s" % (cm["path"], k, q[k],
+                                                                          pq[k]))
+        for cb, pb in zip(q["by_position"], pq["by_position"]):
+            check(cb["from"] == pb["from"] and cb["to"] == pb["to"] and
+                  cb["tokens"] == pb["tokens"] and close(cb["nats_per_token"],
+                                                         pb["nats_per_token"]),
+                  "by_position %s vs %s" % (cb, pb))
+        h = pm["heads"]
+        check(close(cm["baseline_loss"], h["baseline_loss"]), "baseline loss")
+        for ch in cm["heads"]:
+            l, j = ch["layer"], ch["head"]
+            for k in ("entropy", "confidence", "sink", "prev", "local", "induction",
+                      "ablation_loss", "ablation_delta"):
+                check(close(ch[k], h[k][l, j]), "head %d.%d %s: %s vs %s" % (l, j, k, ch[k],
+                                                                            h[k][l, j]))
+            if "only_head_loss" in ch:
+                check(close(ch["only_head_loss"], h["only_loss"][l, j]), "only-head loss")
+            check(ch["class"] == h["class"][l][j], "class %d.%d" % (l, j))
+        for cl, pl in zip(cm["layers"], h["layers"]):
+            check(cl["best_head"] == pl["best_head"] and
+                  close(cl["best_head_loss"], pl["best_head_loss"]) and
+                  close(cl["random_head_loss"], pl["random_head_loss"]), "layer %s" % cl)
+    ag, pa = js["agreement"], py["agreement"]
+    check(ag["positions"] == pa["positions"] and close(ag["top1"], pa["top1"]) and
+          close(ag["kl"], pa["kl"]), "agreement %s vs %s" % (ag, pa))
+    # an ablated loss is quality under the mask: the head analysis' figure
+    with m4.ablate(1, 2):
+        q = m4.quality(text)
+    h = m4.heads(text, head_tokens=10 ** 6)
+    check(abs(q["nats_per_token"] - h["ablation_loss"][1, 2]) < 1e-12,
+          "quality inside ablate(1, 2) %r vs the head analysis %r"
+          % (q["nats_per_token"], h["ablation_loss"][1, 2]))
+    # profile: calls, flops and bytes of every row
+    jp = json.loads(cli("profile", "-m", s4, "--json", "--no-roofline", "--per-layer",
+                        "--per-head", "--prompt-tokens", 32, "-n", 8, "--seed", 3))
+    pp = m4.profile(n_prompt=32, gen=8, seed=3, per_layer=True, per_head=True)
+    for cph in jp["phases"]:
+        pph = pp["phases"].get(cph["phase"])
+        if not check(pph is not None and pph["steps"] == cph["steps"] and
+                     pph["tokens"] == cph["tokens"], "profile phase %s" % cph["phase"]):
+            continue
+        for kind, key in (("ops", None), ("layers", "layer"), ("heads", "head")):
+            rows = {(r["name"], r[key] if key else None): r for r in pph[kind]}
+            for r in cph.get(kind, []):
+                pr = rows.get((r["op"], r[key] if key else None))
+                check(pr is not None and all(pr[k] == r[k] for k in (
+                    "calls", "flops", "bytes", "weight_bytes", "kv_bytes", "act_bytes")),
+                    "profile %s %s row %s vs %s" % (cph["phase"], kind, r, pr))
+    b = m4.bench(pp=(16,), tg=(8,), reps=2)
+    check([r["test"] for r in b] == ["pp16", "tg8"] and all(r["tok_s"] > 0 and
+                                                            len(r["ms"]) == 2 for r in b),
+          "bench rows %s" % b)
+    sw = m4.sweep([8, 64], steps=2)
+    check([r["ctx"] for r in sw] == [8, 64] and all(r["step_us"] > 0 for r in sw), "sweep")
+    m1.close()
+    m4.close()
+
+
 def test_errors(small):
     ok, msg = raises(lambda: tinygpt.Model("/nonexistent/model.gguf"), "/nonexistent/model.gguf",
                      status=2)
@@ -307,6 +387,7 @@ def main():
         test_layouts(tmp)
         small, ids = test_reference(tmp)
         test_shipped()
+        test_analysis()
         test_errors(small)
         test_leaks(small, ids)
         test_build_tree_and_install(tmp)
