@@ -373,6 +373,9 @@ def test_build_tree_and_install(tmp):
         return
     pkg = os.path.dirname(inits[0])
     check("dist-packages" in pkg or "site-packages" in pkg, "installed into %s" % pkg)
+    real = os.path.dirname(pkg)[len(dest):]  # where `meson install` without DESTDIR puts it
+    if real.startswith(("/usr/local/", "/usr/lib/")):
+        check(real in sys.path, "%s is not on /usr/bin/python3's sys.path %s" % (real, sys.path))
     for p in glob.glob(os.path.join(pkg, "*.py")):
         with open(p) as fh:
             check(BUILD not in fh.read() and os.path.realpath(BUILD) not in open(p).read(),
