@@ -11,6 +11,20 @@
  *   tinygpt_eval(m, &next, 1, (int)n, logits, 0);    // one decode step
  *   tinygpt_close(m);
  *
+ * Generation the way `tinygpt generate` does it, a token at a time:
+ *
+ *   static int on_token(void *user, const tinygpt_token *t) {
+ *       fwrite(t->out, 1, t->out_len, stdout);   // whole UTF-8 characters
+ *       return 0;                                // non-zero stops
+ *   }
+ *   tinygpt_generate_opts g;
+ *   tinygpt_generate_opts_init(&g);
+ *   g.max_tokens = 100;
+ *   g.sampling.seed = 7;
+ *   const char *stop[] = {"\n\n"};
+ *   g.stop = stop, g.n_stop = 1;
+ *   tinygpt_generate_text(m, "ROMEO:", 6, &g, on_token, NULL, NULL);
+ *
  * A model is loaded from a GGUF file (llama.cpp's gpt2 architecture) or a
  * Hugging Face GPT-2 folder. A `tinygpt` handle holds the weights, the
  * tokenizer, the KV cache, the worker threads and the sampler: use one
