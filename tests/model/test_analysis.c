@@ -310,6 +310,21 @@ Test(analysis, attention_rows_are_causal_distributions) {
                 }
                 cr_assert(fabs(s - 1) <= (q + 8) * 1.2e-7, "row %d %d %d sums to %g", l, h, q, s);
             }
+    /* into the caller's buffer: the same weights, and the forward pass's logits */
+    size_t n = (size_t)L * H * T * T;
+    float *w = malloc(n * sizeof *w), lg[V], want[V];
+    for (size_t i = 0; i < n; i++) w[i] = NAN; /* must be overwritten, zeros included */
+    cr_assert_eq(tg_attention_capture_into(G, ids, T, w, lg, &err), TG_OK, "%s", err.msg);
+    cr_assert_eq(memcmp(w, at.w, n * sizeof *w), 0);
+    cr_assert_eq(tg_gpt_forward(G, ids, T, 0, want, 0, &err), TG_OK);
+    /* with the probe attached attention runs unfused: equal up to rounding,
+     * on the scale of the row */
+    double big = 0, d = 0;
+    for (int v = 0; v < V; v++) big = fmax(big, fabs(want[v])), d = fmax(d, fabs(lg[v] - want[v]));
+    cr_assert(d <= 1e-5 * big, "logits differ by %g (scale %g)", d, big);
+    cr_assert_eq(tg_attention_capture_into(G, ids, T, w, NULL, &err), TG_OK, "%s", err.msg);
+    cr_assert_eq(tg_attention_capture_into(G, ids, T, NULL, NULL, &err), TG_ERR_ARG);
+    free(w);
     tg_attention_free(&at);
     assert_clean(G);
 }
