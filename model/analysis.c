@@ -347,27 +347,44 @@ void tg_attention_free(tg_attention *a) {
     memset(a, 0, sizeof *a);
 }
 
-tg_status tg_attention_capture(tg_gpt *g, const int *ids, int T, tg_attention *out, tg_err *err) {
-    memset(out, 0, sizeof *out);
+static tg_status check_prompt(tg_gpt *g, const int *ids, int T, tg_err *err) {
     if (!g || (!ids && T > 0)) return tg_fail(err, TG_ERR_ARG, "attention: no model or no ids");
-    const tg_gpt2_config *c = tg_gpt_config(g);
     if (T < 1) return tg_fail(err, TG_ERR_ARG, "attention: the prompt has no tokens");
     if (T > tg_gpt_n_ctx(g))
         return tg_fail(err, TG_ERR_RANGE, "attention: the prompt has %d tokens, the context %d",
                        T, tg_gpt_n_ctx(g));
-    out->n_layer = c->n_layer, out->n_head = c->n_head, out->n_tokens = T;
-    out->w = calloc((size_t)c->n_layer * c->n_head * T * T, sizeof *out->w);
-    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
-    tg_status s = TG_OK;
-    if (!out->w || !logits) {
-        s = tg_fail(err, TG_ERR_NOMEM, "attention: out of memory for %d tokens", T);
-    } else {
-        tg_probe probe = {.user = out, .attn = capture_attn};
-        tg_gpt_set_probe(g, &probe);
-        s = tg_gpt_forward(g, ids, T, 0, logits, 0, err);
-        tg_gpt_set_probe(g, NULL);
-    }
-    free(logits);
-    if (s) tg_attention_free(out);
+    return TG_OK;
+}
+
+tg_status tg_attention_capture_into(tg_gpt *g, const int *ids, int T, float *w, float *logits,
+                                    tg_err *err) {
+    tg_status s = check_prompt(g, ids, T, err);
+    if (s) return s;
+    if (!w) return tg_fail(err, TG_ERR_ARG, "attention: no buffer for the weights");
+    const tg_gpt2_config *c = tg_gpt_config(g);
+    tg_attention a = {c->n_layer, c->n_head, T, w};
+    memset(w, 0, (size_t)c->n_layer * c->n_head * T * T * sizeof *w);
+    float *own = logits ? NULL : malloc((size_t)c->n_vocab * sizeof *own);
+    if (!logits && !own) return tg_fail(err, TG_ERR_NOMEM, "attention: out of memory");
+    tg_probe probe = {.user = &a, .attn = capture_attn};
+    tg_gpt_set_probe(g, &probe);
+    s = tg_gpt_forward(g, ids, T, 0, logits ? logits : own, 0, err);
+    tg_gpt_set_probe(g, NULL);
+    free(own);
     return s;
+}
+
+tg_status tg_attention_capture(tg_gpt *g, const int *ids, int T, tg_attention *out, tg_err *err) {
+    memset(out, 0, sizeof *out);
+    tg_status s = check_prompt(g, ids, T, err);
+    if (s) return s;
+    const tg_gpt2_config *c = tg_gpt_config(g);
+    float *w = malloc((size_t)c->n_layer * c->n_head * T * T * sizeof *w);
+    if (!w) return tg_fail(err, TG_ERR_NOMEM, "attention: out of memory for %d tokens", T);
+    if ((s = tg_attention_capture_into(g, ids, T, w, NULL, err))) {
+        free(w);
+        return s;
+    }
+    *out = (tg_attention){c->n_layer, c->n_head, T, w};
+    return TG_OK;
 }

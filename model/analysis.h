@@ -141,6 +141,12 @@ typedef struct tg_attention {
 tg_status tg_attention_capture(tg_gpt *g, const int *ids, int T, tg_attention *out, tg_err *err);
 void tg_attention_free(tg_attention *a);
 
+/* The same into the caller's w[L*H*T*T] (zeroed first), and the last
+ * token's logits[V] when logits is not NULL (for a C API that owns its
+ * buffers). */
+tg_status tg_attention_capture_into(tg_gpt *g, const int *ids, int T, float *w, float *logits,
+                                    tg_err *err);
+
 /* Query q's weights over keys 0..T-1 of (layer l, head h). */
 static inline const float *tg_attention_row(const tg_attention *a, int l, int h, int q) {
     return a->w + (((size_t)l * a->n_head + h) * a->n_tokens + q) * a->n_tokens;
