@@ -278,7 +278,9 @@ typedef struct tinygpt_context tinygpt_context;
 
 tinygpt_status tinygpt_context_save(tinygpt *m, tinygpt_context **out);
 /* Makes m's cache exactly the saved one. A context from a model of another
- * shape is TINYGPT_ERR_ARG, one longer than m's cache TINYGPT_ERR_RANGE. */
+ * shape is TINYGPT_ERR_ARG, one longer than m's cache TINYGPT_ERR_RANGE.
+ * Restoring only reads c: several handles on several threads may restore
+ * the same context at once (one prompt, parallel continuations). */
 tinygpt_status tinygpt_context_restore(tinygpt *m, const tinygpt_context *c);
 int tinygpt_context_n_past(const tinygpt_context *c);
 void tinygpt_context_free(tinygpt_context *c);

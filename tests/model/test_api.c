@@ -18,6 +18,7 @@
  * API promises that needs no oracle is checked here; a failure prints what
  * and exits 1. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,27 @@ static int by_logit(const void *x, const void *y) {
     int a = *(const int *)x, b = *(const int *)y;
     if (sort_key[a] != sort_key[b]) return sort_key[a] > sort_key[b] ? -1 : 1;
     return a - b;
+}
+
+/* One handle per thread: a generation on its own handle, from a context
+ * saved on another (contexts do not depend on their handle). */
+typedef struct job {
+    const char *path;
+    const tinygpt_context *ctx;
+    const tinygpt_generate_opts *go;
+    run r;
+    int status;
+} job;
+
+static void *run_job(void *p) {
+    job *j = p;
+    tinygpt *h;
+    char err[TINYGPT_ERR_LEN];
+    if ((j->status = tinygpt_open(&h, j->path, NULL, err))) return NULL;
+    if (!(j->status = tinygpt_context_restore(h, j->ctx)))
+        j->status = tinygpt_generate(h, NULL, 0, j->go, collect, &j->r, NULL);
+    tinygpt_close(h);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -288,6 +310,18 @@ int main(int argc, char **argv) {
     CHECK(m2 && tinygpt_context_restore(m2, ctx) == 0 &&
               tinygpt_generate(m2, NULL, 0, &go, collect, &b, NULL) == 0 && same_ids(&a, &b),
           "restored into another handle");
+    /* two handles on two threads at once, from the saved context */
+    static job jobs[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        jobs[i].path = path, jobs[i].ctx = ctx, jobs[i].go = &go, jobs[i].status = -1;
+        pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i].status == 0 && same_ids(&a, &jobs[i].r), "thread %d: status %d, %d tokens",
+              i, jobs[i].status, jobs[i].r.n);
+    }
     /* the step API gives the same tokens; stopping early */
     tinygpt_gen *g = NULL;
     CHECK(tinygpt_context_restore(m, ctx) == 0 && tinygpt_gen_start(m, NULL, 0, &go, &g) == 0,
