@@ -8,10 +8,15 @@
 #include "weights/gpt2.h"
 
 /* tg_gpt2_model.priv: whatever the weight pointers point into. */
+/* tg_model.priv of every architecture and reader (the name is historical). */
 typedef struct gpt2_store {
     tg_gguf *gguf;       /* kept mapped: aligned F32 tensors are used in place */
     float **bufs;        /* converted or transposed tensors we allocated */
     size_t n_bufs, cap_bufs;
+    /* A non-GGUF reader's own state (a llama2.c file's mapping, its tensor
+     * names and converted blocks): reader_free(reader) runs at free. */
+    void *reader;
+    void (*reader_free)(void *reader);
 } gpt2_store;
 
 /* Allocates n floats owned by the store (freed with the model). */
@@ -54,6 +59,28 @@ const void *gpt2_slot_data(const gpt2_slot *s);
 /* The GGUF path of tg_gpt2_load over a caller-owned buffer (fuzzing);
  * flags: TG_LOAD_*. */
 tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int flags, tg_err *err);
+
+/* Binds an open GGUF (in m->priv's store) by its general.architecture:
+ * gpt2 (gpt2.c) or llama (llama.c); flags: TG_LOAD_*. */
+tg_status wt_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+tg_status gpt2_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+tg_status llama_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+
+/* tokenizer.ggml.* -> v (gpt2.c; the vocabulary readers of every
+ * tokenizer.ggml.model hang off it). required: a missing tokenizer is an
+ * error, else an empty vocabulary. */
+tg_status wt_vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required,
+                             tg_err *err);
+/* tokenizer.ggml.* <- v (the writer side of the same). */
+tg_status wt_vocab_to_gguf(struct tg_gguf_writer *gw, const tg_vocab *v, tg_err *err);
+
+/* The hook of llama2.c's checkpoints (.bin legacy and ak42 exports): sets
+ * *claimed when path is such a file and then loads it into m (m->priv's
+ * store is ready; m->path set) — filling m->cfg and calling tg_llama_bind
+ * with its tensor set — or fails with its own error. Leaves *claimed 0 for
+ * anything else, so the GGUF reader reports "not a GGUF file". */
+tg_status wt_llama2c_probe(tg_gpt2_model *m, const char *path, int flags, int *claimed,
+                           tg_err *err);
 
 /* Loads a Hugging Face GPT-2 folder into m (hf.c); flags: TG_LOAD_*. */
 tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err);
