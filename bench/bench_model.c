@@ -69,7 +69,7 @@ static float frand(void) { /* xorshift64*: uniform in [-1, 1) */
 
 static int make_model(bench_model *b, int L, int H, int E, int C, int V) {
     memset(b, 0, sizeof *b);
-    tg_gpt2_config c = {L, H, E, C, V, 4 * E, 1e-5f};
+    tg_gpt2_config c = {.n_layer = L, .n_head = H, .n_embd = E, .n_ctx = C, .n_vocab = V, .n_ff = 4 * E, .ln_eps = 1e-5f};
     size_t Ez = (size_t)E, F = 4 * Ez;
     size_t per_layer = 4 * Ez + 3 * Ez * Ez + 3 * Ez + Ez * Ez + Ez + F * Ez + F + Ez * F + Ez;
     size_t n = (size_t)V * Ez + (size_t)C * Ez + (size_t)L * per_layer + 2 * Ez;
