@@ -18,6 +18,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tg_l2c *c;
     if (tg_l2c_parse(&c, buf, size, "fuzz", &err) == TG_OK) {
         (void)tg_l2c_check_finite(c, &err);
+        tg_model_config cfg;
+        tg_tensor_set ts;
+        if (tg_l2c_tensor_set(c, &cfg, &ts, &err) == TG_OK) free(ts.t);
         for (int i = 0; i < c->n_tensors; i++) {
             const tg_l2c_tensor *t = &c->tensors[i];
             if (t->n_elements > (1u << 20)) continue;

@@ -25,6 +25,9 @@ char *wt_read_file(const char *path, size_t max, size_t *len, tg_err *err);
  * but whitespace. */
 struct cJSON;
 struct cJSON *wt_json_parse(const char *s, size_t n);
+/* A JSON object from n bytes with hf.c's checks (no \u0000 in a string, no
+ * key twice); path names it in errors. */
+tg_status wt_json_object(const char *txt, size_t len, const char *path, struct cJSON **out, tg_err *err);
 
 /* GPT-2's byte→unicode table: the UTF-8 of the code point byte b maps to
  * (at most 2 bytes + NUL). */

@@ -297,6 +297,8 @@ tg_status tg_l2c_open(tg_l2c **out, const char *path, tg_err *err) {
 
 void tg_l2c_close(tg_l2c *c) {
     if (!c) return;
+    for (int i = 0; i < c->n_deq; i++) free(c->deq[i]);
+    free(c->deq);
     free(c->tensors);
     if (c->map) munmap(c->map, c->size);
     free(c->name);
@@ -335,6 +337,55 @@ tg_status tg_l2c_check_finite(const tg_l2c *c, tg_err *err) {
         if (bad >= 0)
             return tg_fail(err, TG_ERR_NUMERIC, "%s: tensor '%s': %s at index %" PRId64 "%s", c->name, t->name, what,
                            bad * (int64_t)gs, gs > 1 ? " (a group scale)" : "");
+    }
+    return TG_OK;
+}
+
+tg_status tg_l2c_tensor_set(tg_l2c *c, tg_model_config *cfg, tg_tensor_set *ts, tg_err *err) {
+    const tg_l2c_config *h = &c->cfg;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->n_layer = h->n_layers;
+    cfg->n_head = h->n_heads;
+    cfg->n_embd = h->dim;
+    cfg->n_ctx = h->seq_len;
+    cfg->n_vocab = h->vocab_size;
+    cfg->n_ff = h->hidden_dim;
+    cfg->ln_eps = 1e-5f;       /* model.py's norm_eps, run.c's rmsnorm */
+    cfg->arch = TG_ARCH_LLAMA;
+    cfg->n_kv_head = h->n_kv_heads;
+    cfg->head_dim = h->dim / h->n_heads;
+    cfg->rope_theta = 10000.0f; /* precompute_freqs_cis's default, run.c's constant */
+    cfg->rope_dim = cfg->head_dim;
+    cfg->rope_pairs = TG_ROPE_ADJACENT;
+    ts->n = 0;
+    for (int i = 0; i < c->n_deq; i++) free(c->deq[i]); /* a second call starts over */
+    c->n_deq = 0;
+    if (!(ts->t = calloc((size_t)c->n_tensors, sizeof *ts->t))) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", c->name);
+    if (!c->deq && !(c->deq = calloc((size_t)c->n_tensors, sizeof *c->deq))) {
+        free(ts->t), ts->t = NULL, ts->n = 0;
+        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", c->name);
+    }
+    for (int i = 0; i < c->n_tensors; i++) {
+        const tg_l2c_tensor *t = &c->tensors[i];
+        tg_tensor_view *v = &ts->t[ts->n++];
+        v->name = t->name;
+        v->n_dims = t->n_dims;
+        v->ne[0] = t->n_dims == 2 ? t->shape[1] : t->shape[0];
+        v->ne[1] = t->n_dims == 2 ? t->shape[0] : 1;
+        v->ne[2] = v->ne[3] = 1;
+        v->type = TG_GGML_F32;
+        v->nbytes = t->n_elements * 4;
+        v->data = t->data;
+        if (t->kind == TG_L2C_Q8G) {
+            float *x = malloc((size_t)t->n_elements * sizeof *x);
+            if (!x) {
+                free(ts->t), ts->t = NULL, ts->n = 0;
+                return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", c->name);
+            }
+            c->deq[c->n_deq++] = x;
+            tg_l2c_to_f32(c, t, x, err);
+            v->data = x;
+        }
     }
     return TG_OK;
 }

@@ -38,6 +38,8 @@
 #include <stdint.h>
 
 #include "engine/status.h"
+#include "weights/config.h"
+#include "weights/tensors.h"
 
 #define TG_L2C_MAGIC 0x616b3432u /* "ak42" as export.py packs it (struct 'I') */
 #define TG_L2C_HEADER 256        /* bytes of a versioned header */
@@ -88,6 +90,8 @@ typedef struct tg_l2c {
     size_t size;
     void *map;
     char *name;
+    float **deq;            /* v2 tensors dequantized by tg_l2c_tensor_set */
+    int n_deq;
 } tg_l2c;
 
 /* What the first bytes of a file say: TG_L2C_V1/V2 for the ak42 magic with
@@ -117,5 +121,15 @@ tg_status tg_l2c_to_f32(const tg_l2c *c, const tg_l2c_tensor *t, float *out, tg_
 /* TG_ERR_NUMERIC naming the tensor and index of the first NaN or inf value
  * (a Q8G tensor's scales stand for their groups). */
 tg_status tg_l2c_check_finite(const tg_l2c *c, tg_err *err);
+
+/* The reader side of weights/tensors.h: c's header as a tg_model_config
+ * (arch llama, rope_pairs ADJACENT, rope_theta 10000, ln_eps 1e-5, n_ctx =
+ * seq_len, n_kv_head, head_dim = dim / n_heads) and a set of views under
+ * llama.cpp's names: fp32 tensors straight into the mapping (F32), v2 int8
+ * groups dequantized to F32 buffers that c owns (tg_l2c_to_f32: no
+ * tinygpt weight type holds a group of arbitrary size with an fp32 scale,
+ * and Q8_0's fp16 scale would round it). The views and their names live
+ * until tg_l2c_close; ts->t is freed with tg_tensor_set_free. */
+tg_status tg_l2c_tensor_set(tg_l2c *c, tg_model_config *cfg, tg_tensor_set *ts, tg_err *err);
 
 #endif
