@@ -14,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "engine/status.h"
+#include "weights/vocab.h"
 
 typedef struct tg_gpt2_config {
     int n_layer;   /* L */
@@ -50,18 +51,8 @@ typedef struct tg_gpt2_weights {
     int tied;                      /* 1 when output.weight was absent */
 } tg_gpt2_weights;
 
-/* The byte-level BPE vocabulary, as stored in `tokenizer.ggml.*` or in
- * vocab.json + merges.txt. Token strings use GPT-2's byte→unicode mapping
- * (UTF-8 encoded), exactly as in the files. */
-typedef struct tg_vocab {
-    int n_tokens;
-    char **tokens;        /* [n_tokens], NUL-terminated */
-    int32_t *token_type;  /* [n_tokens] (1 normal, 3 control, ...) or NULL */
-    int n_merges;
-    char **merges;        /* [n_merges] "left right", rank = index */
-    int bos_id, eos_id;   /* -1 if absent */
-    char *pre;            /* tokenizer.ggml.pre, or NULL */
-} tg_vocab;
+/* The tokenizer vocabulary (struct tg_vocab, its readers and writer):
+ * weights/vocab.h. */
 
 /* A loaded checkpoint: owns the mapping/allocations behind every pointer.
  * GGUF matrices (F32, F16, BF16, Q8_0, Q4_0) are views straight into a
