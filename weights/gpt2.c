@@ -447,6 +447,7 @@ void tg_gpt2_free(tg_gpt2_model *m) {
     gpt2_store *st = m->priv;
     if (st) {
         tg_gguf_close(st->gguf);
+        if (st->reader_close) st->reader_close(st->reader);
         for (size_t i = 0; i < st->n_bufs; i++) free(st->bufs[i]);
         free(st->bufs);
         free(st);

@@ -12,6 +12,9 @@ typedef struct gpt2_store {
     tg_gguf *gguf;       /* kept mapped: aligned F32 tensors are used in place */
     float **bufs;        /* converted or transposed tensors we allocated */
     size_t n_bufs, cap_bufs;
+    void *reader;        /* another reader's handle the views point into
+                            (llama2.c file, HF Llama folder), or NULL */
+    void (*reader_close)(void *reader); /* frees it with the model */
 } gpt2_store;
 
 /* Allocates n floats owned by the store (freed with the model). */
@@ -74,5 +77,22 @@ tg_status hf_vocab_parse(tg_vocab *v, const char *vocab_json, size_t vocab_len, 
 tg_status hf_config_parse(tg_gpt2_config *c, int *bos, int *eos, const char *json, size_t len, const char *path,
                           tg_err *err);
 
+
+/* ---- Llama-family files other than GGUF (weights/llama_load.c) ---------- */
+
+/* The llama2.c hook of tg_model_load: when the regular file at path is a
+ * llama2.c checkpoint (the ak42 magic, or a legacy 7-int header whose sizes
+ * agree exactly with the file's length), loads it into m (config, the
+ * reader kept in m->priv's store, tg_llama_bind) and sets *claimed = 1.
+ * Otherwise *claimed = 0, TG_OK, and `why` (if non-NULL) says why the
+ * first bytes are not a legacy header, for the loader's "not a GGUF file"
+ * message. m->priv must be a gpt2_store. A llama2.c file has no
+ * vocabulary: m->vocab stays empty (the caller's --tokenizer gives one). */
+tg_status wt_llama2c_probe(struct tg_model *m, const char *path, int flags, int *claimed, char *why, size_t why_cap,
+                           tg_err *err);
+/* A Hugging Face LlamaForCausalLM folder (weights/hf_llama.h) into m, the
+ * vocabulary from its tokenizer.json when there is one (bos/eos from
+ * config.json when it names them). m->priv must be a gpt2_store. */
+tg_status hf_llama_load(struct tg_model *m, const char *dir, int flags, tg_err *err);
 
 #endif
