@@ -85,6 +85,8 @@ static void help(FILE *f) {
             "                      this CPU supports)\n"
             "  --no-check          do not scan the weights for NaN/inf at load (huge files; a\n"
             "                      non-finite logit still stops the run)\n"
+            "  --tokenizer PATH    use this vocabulary instead of the model's: llama2.c\n"
+            "                      tokenizer.bin, GGUF, tokenizer.json or HF folder\n"
             "Two models trained with train --task get the task comparison instead (-n N,\n"
             "--seed S).\n"
             "\n%s",
@@ -654,6 +656,7 @@ int cmd_compare(int argc, char **argv) {
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
         {RUN_OPT_NO_CHECK(&ro.no_check)},
+        {RUN_OPT_TOKENIZER(&ro.tokenizer)},
         {CLI_ARGS(take_model, paths), .n = &n_paths},
         {0},
     };

@@ -72,6 +72,7 @@ static void help(FILE *f) {
             "                        ending in \\ adds no newline; Ctrl-C stops a\n"
             "                        continuation, Ctrl-D exits\n"
             RUN_HELP_NO_CHECK
+            RUN_HELP_TOKENIZER
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
             "(<|endoftext|>), stop (a --stop string), context (full, with --keep 0) or\n"
@@ -717,6 +718,7 @@ int cmd_generate(int argc, char **argv) {
         {CLI_INT("--top-logprobs", NULL, &o.top_logprobs, 0, MAX_TOP_LOGPROBS)},
         {CLI_FLAG("-i", "--interactive", &o.interactive, 1)},
         {RUN_OPT_NO_CHECK(&o.ro.no_check)},
+        {RUN_OPT_TOKENIZER(&o.ro.tokenizer)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

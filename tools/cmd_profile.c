@@ -19,6 +19,7 @@
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
+#include "tools/run.h"
 
 #define CMD "profile"
 enum { MAX_SWEEP = 64 };
@@ -34,6 +35,7 @@ typedef struct profile_args {
     long sweep[MAX_SWEEP];
     int n_sweep;
     int no_check;
+    const char *tokenizer; /* --tokenizer */
 } profile_args;
 
 /* What every column of the text tables means: under the tables and in --help. */
@@ -94,6 +96,7 @@ static void usage_text(FILE *f) {
             "  --seed N              seed of the random prompt tokens and of the sampler,\n"
             "                        [0, 2^62] (default 0)\n"
             "  --no-check            do not scan the weights for NaN/inf at load\n"
+            RUN_HELP_TOKENIZER
             "\n");
     fputs(op_legend, f);
     fputs("--ctx-sweep ", f);
@@ -116,6 +119,7 @@ static int parse_args(int argc, char **argv, profile_args *a) {
         {CLI_STR("-m", "--model", &a->model)},
         {CLI_STR("--isa", NULL, &a->isa)},
         {CLI_FLAG("--no-check", NULL, &a->no_check, 1)},
+        {RUN_OPT_TOKENIZER(&a->tokenizer)},
         {CLI_STR("-p", "--prompt", &a->prompt)},
         {CLI_STR("--trace", NULL, &a->trace)},
         {CLI_INT("--prompt-tokens", NULL, &a->prompt_tokens, 1, 1 << 20)},
@@ -661,6 +665,10 @@ int cmd_profile(int argc, char **argv) {
     tg_isa isa;
     tg_gpt2_model m;
     if ((rc = perf_load(CMD, a.isa, a.model, a.no_check, &isa, &m))) return rc;
+    if ((rc = run_use_tokenizer(CMD, &m.vocab, a.tokenizer))) {
+        tg_gpt2_free(&m);
+        return rc;
+    }
     const tg_gpt2_config *c = &m.cfg;
     int *prompt = NULL;
     const int C = c->n_ctx; /* c points into m: the messages below come after freeing m */

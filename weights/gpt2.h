@@ -16,6 +16,7 @@
 #include "engine/status.h"
 #include "weights/config.h"
 #include "weights/llama.h"
+#include "weights/vocab.h"
 
 /* tg_gpt2_config (the config of every architecture) is in weights/config.h. */
 
@@ -44,18 +45,8 @@ typedef struct tg_gpt2_weights {
     int tied;                      /* 1 when output.weight was absent */
 } tg_gpt2_weights;
 
-/* The byte-level BPE vocabulary, as stored in `tokenizer.ggml.*` or in
- * vocab.json + merges.txt. Token strings use GPT-2's byte→unicode mapping
- * (UTF-8 encoded), exactly as in the files. */
-typedef struct tg_vocab {
-    int n_tokens;
-    char **tokens;        /* [n_tokens], NUL-terminated */
-    int32_t *token_type;  /* [n_tokens] (1 normal, 3 control, ...) or NULL */
-    int n_merges;
-    char **merges;        /* [n_merges] "left right", rank = index */
-    int bos_id, eos_id;   /* -1 if absent */
-    char *pre;            /* tokenizer.ggml.pre, or NULL */
-} tg_vocab;
+/* The tokenizer vocabulary (struct tg_vocab, its readers and writer):
+ * weights/vocab.h. */
 
 /* A loaded checkpoint of any architecture (struct tg_model; the old name
  * tg_gpt2_model is the same type): owns the mapping/allocations behind

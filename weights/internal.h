@@ -13,10 +13,9 @@ typedef struct gpt2_store {
     tg_gguf *gguf;       /* kept mapped: aligned F32 tensors are used in place */
     float **bufs;        /* converted or transposed tensors we allocated */
     size_t n_bufs, cap_bufs;
-    /* A non-GGUF reader's own state (a llama2.c file's mapping, its tensor
-     * names and converted blocks): reader_free(reader) runs at free. */
-    void *reader;
-    void (*reader_free)(void *reader);
+    void *reader;        /* another reader's handle the views point into
+                            (llama2.c file, HF Llama folder), or NULL */
+    void (*reader_close)(void *reader); /* frees it with the model */
 } gpt2_store;
 
 /* Allocates n floats owned by the store (freed with the model). */
@@ -30,6 +29,9 @@ char *wt_read_file(const char *path, size_t max, size_t *len, tg_err *err);
  * but whitespace. */
 struct cJSON;
 struct cJSON *wt_json_parse(const char *s, size_t n);
+/* A JSON object from n bytes with hf.c's checks (no \u0000 in a string, no
+ * key twice); path names it in errors. */
+tg_status wt_json_object(const char *txt, size_t len, const char *path, struct cJSON **out, tg_err *err);
 
 /* GPT-2's byte→unicode table: the UTF-8 of the code point byte b maps to
  * (at most 2 bytes + NUL). */
@@ -74,14 +76,6 @@ tg_status wt_vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, in
 /* tokenizer.ggml.* <- v (the writer side of the same). */
 tg_status wt_vocab_to_gguf(struct tg_gguf_writer *gw, const tg_vocab *v, tg_err *err);
 
-/* The hook of llama2.c's checkpoints (.bin legacy and ak42 exports): sets
- * *claimed when path is such a file and then loads it into m (m->priv's
- * store is ready; m->path set) — filling m->cfg and calling tg_llama_bind
- * with its tensor set — or fails with its own error. Leaves *claimed 0 for
- * anything else, so the GGUF reader reports "not a GGUF file". */
-tg_status wt_llama2c_probe(tg_gpt2_model *m, const char *path, int flags, int *claimed,
-                           tg_err *err);
-
 /* Loads a Hugging Face GPT-2 folder into m (hf.c); flags: TG_LOAD_*. */
 tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err);
 
@@ -98,5 +92,22 @@ tg_status hf_vocab_parse(tg_vocab *v, const char *vocab_json, size_t vocab_len, 
 tg_status hf_config_parse(tg_gpt2_config *c, int *bos, int *eos, const char *json, size_t len, const char *path,
                           tg_err *err);
 
+
+/* ---- Llama-family files other than GGUF (weights/llama_load.c) ---------- */
+
+/* The llama2.c hook of tg_model_load: when the regular file at path is a
+ * llama2.c checkpoint (the ak42 magic, or a legacy 7-int header whose sizes
+ * agree exactly with the file's length), loads it into m (config, the
+ * reader kept in m->priv's store, tg_llama_bind) and sets *claimed = 1.
+ * Otherwise *claimed = 0, TG_OK, and `why` (if non-NULL) says why the
+ * first bytes are not a legacy header, for the loader's "not a GGUF file"
+ * message. m->priv must be a gpt2_store. A llama2.c file has no
+ * vocabulary: m->vocab stays empty (the caller's --tokenizer gives one). */
+tg_status wt_llama2c_probe(struct tg_model *m, const char *path, int flags, int *claimed, char *why, size_t why_cap,
+                           tg_err *err);
+/* A Hugging Face LlamaForCausalLM folder (weights/hf_llama.h) into m, the
+ * vocabulary from its tokenizer.json when there is one (bos/eos from
+ * config.json when it names them). m->priv must be a gpt2_store. */
+tg_status hf_llama_load(struct tg_model *m, const char *dir, int flags, tg_err *err);
 
 #endif

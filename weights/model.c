@@ -2,11 +2,13 @@
  * metadata, then the architecture's binding (weights/model.h). */
 #include "weights/model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "weights/gguf.h"
+#include "weights/hf_llama.h"
 #include "weights/internal.h"
 
 static const char *const arch_names[TG_ARCH_COUNT] = {"gpt2", "llama"};
@@ -70,16 +72,6 @@ tg_status wt_bind_gguf(tg_model *m, const char *path, int flags, tg_err *err) {
     return gpt2_bind_gguf(m, path, flags, err); /* gpt2, or its errors for the rest */
 }
 
-/* ---- l11c: llama2.c checkpoints hook in here ----------------------------------
- * Replace this body with the llama2.c reader (legacy .bin: 7 int32 header;
- * ak42 v1/v2). Until then nothing is claimed. */
-tg_status wt_llama2c_probe(tg_model *m, const char *path, int flags, int *claimed,
-                           tg_err *err) {
-    (void)m, (void)path, (void)flags, (void)err;
-    *claimed = 0;
-    return TG_OK;
-}
-
 tg_status tg_model_load(tg_model *m, const char *path, int flags, tg_err *err) {
     memset(m, 0, sizeof *m);
     m->vocab.bos_id = m->vocab.eos_id = -1;
@@ -91,14 +83,20 @@ tg_status tg_model_load(tg_model *m, const char *path, int flags, tg_err *err) {
     struct stat sb;
     tg_status s;
     int claimed = 0;
+    char why[160] = "";
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        s = hf_load(m, path, flags, err);
-    } else if ((s = wt_llama2c_probe(m, path, flags, &claimed, err)) || claimed) {
+        s = tg_hf_is_llama(path) ? hf_llama_load(m, path, flags, err) : hf_load(m, path, flags, err);
+    } else if ((s = wt_llama2c_probe(m, path, flags, &claimed, why, sizeof why, err)) || claimed) {
         /* a llama2.c file (loaded, or its error) */
     } else {
         gpt2_store *st = m->priv;
         s = tg_gguf_open(&st->gguf, path, err);
         if (!s) s = wt_bind_gguf(m, path, flags, err);
+        else if (why[0] && err && strstr(err->msg, "not a GGUF file")) {
+            /* say why it is not a llama2.c checkpoint either */
+            size_t n = strlen(err->msg);
+            snprintf(err->msg + n, sizeof err->msg - n, "; %s", why);
+        }
     }
     if (s) tg_model_free(m);
     return s;

@@ -503,7 +503,7 @@ static void e_ctx(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u32(w
 static void e_ff(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u64(w, "gpt2.feed_forward_length", 1ull << 40, NULL); }
 static void e_eps(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_f32(w, "gpt2.attention.layer_norm_epsilon", -1, NULL); }
 static void e_bos(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 257, NULL); }
-static void e_tok(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "tokenizer.ggml.model", "llama", NULL); }
+static void e_tok(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "tokenizer.ggml.model", "bert", NULL); }
 static void e_tokens(tg_gguf_writer *w, test_model *t) {
     tg_gguf_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)t->vocab.tokens, 200, NULL);
 }
@@ -530,7 +530,7 @@ Test(binding, bad_metadata) {
         {e_ff, TG_ERR_FORMAT, "gpt2.feed_forward_length' = 1099511627776 is too large"},
         {e_eps, TG_ERR_FORMAT, "layer_norm_epsilon"},
         {e_bos, TG_ERR_FORMAT, "bos_token_id = 257"},
-        {e_tok, TG_ERR_UNSUPPORTED, "tokenizer.ggml.model is 'llama'"},
+        {e_tok, TG_ERR_UNSUPPORTED, "tokenizer.ggml.model is 'bert'"},
         {e_tokens, TG_ERR_FORMAT, "200"},
         {e_types, TG_ERR_FORMAT, "token_type"},
         {e_merge, TG_ERR_FORMAT, "merges[0]"},
