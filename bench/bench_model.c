@@ -123,7 +123,7 @@ static int small_pages; /* --small-pages: keep the malloc'd model (4 KB pages) *
 static tg_dtype bench_dtype = TG_DTYPE_F32; /* --dtype: the weight type written and loaded */
 
 /* what the matrices' real types add to opcount's f32 weight bytes */
-static double typed_bytes_delta(const tg_gpt2_model *m) { return tg_opcost_typed_delta(&m->cfg, &m->w); }
+static double typed_bytes_delta(const tg_gpt2_model *m) { return tg_opcost_typed_delta_model(m); }
 
 static int reload_via_gguf(bench_model *b) {
     if (small_pages) return 0;

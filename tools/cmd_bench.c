@@ -139,7 +139,7 @@ static int bench_row_run(tg_gpt *g, bench_row *r, const tg_roofline *roof, const
     mean_s *= 1e-3;
     r->cost = run_cost(c, r);
     /* the matrices' real types (f16, q8_0, ...): once per forward step */
-    r->cost.weight_bytes += tg_opcost_typed_delta(c, tg_gpt_weights(g)) * (r->is_pp ? 1 : r->n);
+    r->cost.weight_bytes += tg_opcost_typed_delta_model(tg_gpt_model(g)) * (r->is_pp ? 1 : r->n);
     /* The bytes of the roofline are what comes from memory: weights and KV
      * cache (activations stay in cache). */
     double bytes = r->cost.weight_bytes + r->cost.kv_bytes;
