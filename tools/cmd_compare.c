@@ -408,13 +408,16 @@ static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
 static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_agree,
                        const agreement *ag, size_t head_tokens) {
     printf("== 1. configuration\n%-22s %14s %14s\n", "", "A", "B");
-    const char *rows[] = {"layers", "heads", "head size", "width", "context", "vocab", "parameters"};
-    for (int r = 0; r < 7; r++) {
+    const char *rows[] = {"layers", "heads", "kv heads", "head size", "width", "context", "vocab",
+                          "parameters", "KV bytes/token", "KV bytes/context"};
+    for (int r = 0; r < 10; r++) {
         printf("%-22s", rows[r]);
         for (int i = 0; i < 2; i++) {
             const tg_gpt2_config *c = sd[i]->cfg;
-            long v[] = {c->n_layer, c->n_head, c->n_embd / c->n_head, c->n_embd, c->n_ctx,
-                        c->n_vocab, (long)sd[i]->n_params};
+            long kvt = (long)tg_gpt_kv_bytes_per_token(sd[i]->rc.gpt);
+            long v[] = {c->n_layer, c->n_head, tg_config_n_kv_head(c), tg_config_head_dim(c),
+                        c->n_embd, c->n_ctx, c->n_vocab, (long)sd[i]->n_params, kvt,
+                        kvt * c->n_ctx};
             printf(" %14ld", v[r]);
         }
         printf("\n");
@@ -460,12 +463,14 @@ static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
     for (int i = 0; i < 2; i++) {
         side *s = sd[i];
         printf("%s: baseline loss %.4f\n", s->name, s->base_loss);
-        printf("  %5s %4s %8s %8s %8s %8s %8s %8s  %s\n", "layer", "head", "entropy", "conf",
-               "sink", "prev", "induct", "Δloss", "class");
+        printf("  %5s %4s %3s %8s %8s %8s %8s %8s %8s  %s\n", "layer", "head", "kv", "entropy",
+               "conf", "sink", "prev", "induct", "Δloss", "class");
+        int group = s->cfg->n_head / tg_config_n_kv_head(s->cfg); /* query heads per KV head */
         for (int l = 0; l < s->cfg->n_layer; l++)
             for (int h = 0; h < s->cfg->n_head; h++) {
                 const tg_head_stats *hs = &s->heads[l * s->cfg->n_head + h];
-                printf("  %5d %4d %8.3f %8.3f %8.3f %8.3f %8.3f %+8.4f  %s\n", l, h, hs->entropy,
+                printf("  %5d %4d %3d %8.3f %8.3f %8.3f %8.3f %8.3f %+8.4f  %s\n", l, h, h / group,
+                       hs->entropy,
                        hs->confidence, hs->sink, hs->prev, hs->induction,
                        s->ablate[l * s->cfg->n_head + h] - s->base_loss, tg_head_class(hs));
             }
@@ -528,9 +533,12 @@ static void print_json(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
         int H = c->n_head;
         printf("%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", s->name);
         json_str(s->path);
-        printf(", \"n_layer\": %d, \"n_head\": %d, \"head_size\": %d, \"n_embd\": %d, "
-               "\"n_ctx\": %d, \"n_vocab\": %d, \"n_params\": %zu, ",
-               c->n_layer, H, c->n_embd / H, c->n_embd, c->n_ctx, c->n_vocab, s->n_params);
+        size_t kvt = tg_gpt_kv_bytes_per_token(s->rc.gpt);
+        printf(", \"arch\": \"%s\", \"n_layer\": %d, \"n_head\": %d, \"n_kv_head\": %d, "
+               "\"head_size\": %d, \"n_embd\": %d, \"n_ctx\": %d, \"n_vocab\": %d, \"n_params\": %zu, "
+               "\"kv_bytes_per_token\": %zu, \"kv_bytes_context\": %zu, ",
+               tg_arch_name(c->arch), c->n_layer, H, tg_config_n_kv_head(c), tg_config_head_dim(c),
+               c->n_embd, c->n_ctx, c->n_vocab, s->n_params, kvt, kvt * (size_t)c->n_ctx);
         double npt = safe_div(s->q.nats, (double)s->q.tokens);
         printf("\"quality\": {\"tokens\": %zu, \"bytes\": %zu, ", s->q.tokens, s->q.bytes);
         jnum("nats_per_token", npt, 1);
@@ -558,7 +566,8 @@ static void print_json(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
         for (int l = 0; l < c->n_layer; l++)
             for (int h = 0; h < H; h++) {
                 const tg_head_stats *hs = &s->heads[l * H + h];
-                printf("%s{\"layer\": %d, \"head\": %d, ", l || h ? ", " : "", l, h);
+                printf("%s{\"layer\": %d, \"head\": %d, \"kv_head\": %d, ", l || h ? ", " : "", l, h,
+                       h / (H / tg_config_n_kv_head(c)));
                 jnum("entropy", hs->entropy, 1);
                 jnum("confidence", hs->confidence, 1);
                 jnum("sink", hs->sink, 1);
@@ -707,7 +716,7 @@ int cmd_compare(int argc, char **argv) {
     for (int i = 0; i < 2; i++) {
         side *s = &S[i];
         s->cfg = tg_gpt_config(s->rc.gpt);
-        s->n_params = tg_gpt2_n_params(s->cfg, s->rc.model.w.tied);
+        s->n_params = tg_model_n_params(&s->rc.model);
         if ((size_t)s->cfg->n_vocab > maxV) maxV = (size_t)s->cfg->n_vocab;
         if (tg_tokenizer_encode(s->rc.tok, text, len, 0, &s->ids, &s->n_ids, &err)) {
             code = cli_error(CMD, "%s: %s", text_path, err.msg);
