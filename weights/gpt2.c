@@ -193,7 +193,7 @@ oom:
 }
 
 /* tokenizer.ggml.* -> vocab (weights/vocab.c reads gpt2 and llama ones). */
-static tg_status vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required, tg_err *err) {
+tg_status wt_vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required, tg_err *err) {
     tg_status s = tg_vocab_from_gguf(v, g, path, err);
     if (!s && required && v->n_tokens == 0)
         return tg_fail(err, TG_ERR_FORMAT, "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", path);
@@ -219,7 +219,7 @@ static tg_status config_from_gguf(tg_gpt2_config *c, const tg_gguf *g, const cha
     if (s == TG_ERR_ARG) return tg_fail(err, TG_ERR_FORMAT, "%s: key 'general.architecture' is missing", path);
     if (s) return s;
     if (len != 4 || memcmp(arch, "gpt2", 4))
-        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: architecture '%.*s' is not supported (only gpt2)", path,
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: architecture '%.*s' is not supported (gpt2, llama)", path,
                        (int)(len > 64 ? 64 : len), arch);
     struct { const char *key; int *dst; } keys[] = {
         {"gpt2.block_count", &c->n_layer},         {"gpt2.context_length", &c->n_ctx},
@@ -327,12 +327,12 @@ static tg_status tensor_view(gpt2_store *st, const tg_gguf_tensor *t, const floa
 }
 
 /* Binds an opened GGUF (owned by the store from here on) to m. */
-static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
+tg_status gpt2_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
     int vocab_only = flags & TG_LOAD_VOCAB_ONLY;
     gpt2_store *st = m->priv;
     tg_status s;
     const tg_gguf *g = st->gguf;
-    if ((s = vocab_from_gguf(&m->vocab, g, path, vocab_only, err))) return s;
+    if ((s = wt_vocab_from_gguf(&m->vocab, g, path, vocab_only, err))) return s;
     if (vocab_only) {
         /* the config is informative only here; a vocab-only file may lack it */
         if (tg_gguf_find_kv(g, "general.architecture") && tg_gguf_find_kv(g, "gpt2.block_count")) {
@@ -402,11 +402,6 @@ static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err
     return TG_OK;
 }
 
-static tg_status load_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
-    gpt2_store *st = m->priv;
-    tg_status s = tg_gguf_open(&st->gguf, path, err);
-    return s ? s : bind_gguf(m, path, flags, err);
-}
 
 tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int flags, tg_err *err) {
     memset(m, 0, sizeof *m);
@@ -417,29 +412,19 @@ tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, i
     } else {
         gpt2_store *st = m->priv;
         s = tg_gguf_parse(&st->gguf, buf, len, m->path, err);
-        if (!s) s = bind_gguf(m, m->path, flags, err);
+        if (!s) s = wt_bind_gguf(m, m->path, flags, err);
     }
     if (s) tg_gpt2_free(m);
     return s;
 }
 
 tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
-    memset(m, 0, sizeof *m);
-    m->vocab.bos_id = m->vocab.eos_id = -1;
-    if (!path || !*path) return tg_fail(err, TG_ERR_ARG, "model path is empty");
-    if (!(m->path = strdup(path)) || !(m->priv = calloc(1, sizeof(gpt2_store)))) {
-        tg_gpt2_free(m);
-        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-    }
-    struct stat sb;
-    tg_status s;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) s = hf_load(m, path, flags, err);
-    else s = load_gguf(m, path, flags, err);
-    if (s) {
-        tg_gpt2_free(m);
-        return s;
-    }
-    return TG_OK;
+    tg_status s = tg_model_load(m, path, flags, err);
+    if (s || m->cfg.arch == TG_ARCH_GPT2) return s;
+    s = tg_fail(err, TG_ERR_UNSUPPORTED, "%s: a %s model; this needs a gpt2 model", path,
+                tg_arch_name(m->cfg.arch));
+    tg_gpt2_free(m);
+    return s;
 }
 
 void tg_gpt2_free(tg_gpt2_model *m) {
@@ -454,6 +439,7 @@ void tg_gpt2_free(tg_gpt2_model *m) {
     }
     tg_vocab_free(&m->vocab);
     free(m->w.layers);
+    free(m->llama.layers);
     free(m->path);
     memset(m, 0, sizeof *m);
     m->vocab.bos_id = m->vocab.eos_id = -1;
@@ -465,7 +451,7 @@ const struct tg_gguf *tg_gpt2_gguf(const tg_gpt2_model *m) {
 
 /* ---- model -> GGUF ---------------------------------------------------------- */
 
-static tg_status vocab_to_gguf(tg_gguf_writer *gw, const tg_vocab *v, tg_err *err) {
+tg_status wt_vocab_to_gguf(tg_gguf_writer *gw, const tg_vocab *v, tg_err *err) {
     return tg_vocab_to_gguf(gw, v, err); /* gpt2 or llama conventions (weights/vocab.c) */
 }
 
@@ -534,7 +520,7 @@ tg_status tg_gpt2_to_gguf_ex(tg_gguf_writer *gw, const tg_gpt2_config *cfg, cons
             return s;
         if (w->tied && (s = tg_gguf_set_bool(gw, "tinygpt.tied_embeddings", 1, err))) return s;
     }
-    if (vocab && vocab->n_tokens && (s = vocab_to_gguf(gw, vocab, err))) return s;
+    if (vocab && vocab->n_tokens && (s = wt_vocab_to_gguf(gw, vocab, err))) return s;
     if (!w) return TG_OK;
     if (!w->layers) return tg_fail(err, TG_ERR_ARG, "gpt2 writer: weights have no layers");
 

@@ -8,6 +8,7 @@
 #include "weights/gpt2.h"
 
 /* tg_gpt2_model.priv: whatever the weight pointers point into. */
+/* tg_model.priv of every architecture and reader (the name is historical). */
 typedef struct gpt2_store {
     tg_gguf *gguf;       /* kept mapped: aligned F32 tensors are used in place */
     float **bufs;        /* converted or transposed tensors we allocated */
@@ -60,6 +61,20 @@ const void *gpt2_slot_data(const gpt2_slot *s);
 /* The GGUF path of tg_gpt2_load over a caller-owned buffer (fuzzing);
  * flags: TG_LOAD_*. */
 tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int flags, tg_err *err);
+
+/* Binds an open GGUF (in m->priv's store) by its general.architecture:
+ * gpt2 (gpt2.c) or llama (llama.c); flags: TG_LOAD_*. */
+tg_status wt_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+tg_status gpt2_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+tg_status llama_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+
+/* tokenizer.ggml.* -> v (gpt2.c; the vocabulary readers of every
+ * tokenizer.ggml.model hang off it). required: a missing tokenizer is an
+ * error, else an empty vocabulary. */
+tg_status wt_vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required,
+                             tg_err *err);
+/* tokenizer.ggml.* <- v (the writer side of the same). */
+tg_status wt_vocab_to_gguf(struct tg_gguf_writer *gw, const tg_vocab *v, tg_err *err);
 
 /* Loads a Hugging Face GPT-2 folder into m (hf.c); flags: TG_LOAD_*. */
 tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err);

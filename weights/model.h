@@ -7,14 +7,13 @@
  *                ownership of every byte behind them (free: tg_model_free).
  *
  * Formats, by inspecting `path`:
- *   a folder with config.json       Hugging Face (hf.c: GPT-2 today; the
- *                                   llama folder reader hooks in there, by
- *                                   config.json's model_type)
- *   a file starting with "GGUF"     GGUF; general.architecture = gpt2 | llama
- *   anything else                   wt_llama2c_probe (weights/internal.h),
- *                                   the hook of llama2.c's .bin / ak42
- *                                   reader; when it declines, the GGUF
- *                                   reader's "not a GGUF file" error
+ *   a folder                        Hugging Face: LlamaForCausalLM
+ *                                   (tg_hf_is_llama: hf_llama.c), else GPT-2 (hf.c)
+ *   a llama2.c checkpoint           wt_llama2c_probe (llama_load.c): ak42, or
+ *                                   a legacy header agreeing with the size
+ *   anything else                   GGUF; general.architecture = gpt2 | llama
+ *                                   (or "not a GGUF file", with why it is
+ *                                   not a llama2.c file either)
  */
 #ifndef TINYGPT_WEIGHTS_MODEL_H
 #define TINYGPT_WEIGHTS_MODEL_H

@@ -494,7 +494,9 @@ static tg_status load_edited(test_model *t, edit_fn edit, tg_err *err) {
     return s;
 }
 
-static void e_arch(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "general.architecture", "llama", NULL); }
+static void e_arch(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "general.architecture", "falcon", NULL); }
+/* a gpt2 file relabelled llama: the llama binding finds no llama.* keys */
+static void e_arch_llama(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "general.architecture", "llama", NULL); }
 static void e_heads(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u32(w, "gpt2.attention.head_count", 3, NULL); }
 static void e_ctx_type(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "gpt2.context_length", "4", NULL); }
 static void e_ctx(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u32(w, "gpt2.context_length", 5, NULL); }
@@ -520,7 +522,8 @@ Test(binding, bad_metadata) {
     test_model t;
     test_model_make(&t, 1, 2, 8, 4, 1);
     struct { edit_fn fn; tg_status s; const char *needle; } cases[] = {
-        {e_arch, TG_ERR_UNSUPPORTED, "architecture 'llama'"},
+        {e_arch, TG_ERR_UNSUPPORTED, "architecture 'falcon'"},
+        {e_arch_llama, TG_ERR_FORMAT, "key 'llama.block_count' is missing"},
         {e_heads, TG_ERR_FORMAT, "not a multiple of the head count 3"},
         {e_ctx_type, TG_ERR_FORMAT, "gpt2.context_length' has type string"},
         {e_ctx, TG_ERR_FORMAT, "position_embd.weight' has shape [4, 8], expected [5, 8]"},
