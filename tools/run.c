@@ -36,7 +36,7 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
                          "model.safetensors, vocab.json, merges.txt), or set $TINYGPT_MODEL");
     rc->model_path = model_path;
     tg_err err = {{0}};
-    if (tg_gpt2_load(&rc->model, model_path, o->no_check ? TG_LOAD_NO_CHECK : 0, &err)) {
+    if (tg_model_load(&rc->model, model_path, o->no_check ? TG_LOAD_NO_CHECK : 0, &err)) {
         memset(&rc->model, 0, sizeof rc->model);
         return cli_error(cmd, "%s", err.msg);
     }
