@@ -18,6 +18,7 @@
 #include "weights/gguf.h"
 #include "weights/hf_llama.h"
 #include "weights/llama2c.h"
+#include "weights/model.h"
 
 typedef struct row {
     const char *name;
@@ -33,6 +34,7 @@ typedef struct desc {
     uint64_t file_bytes, resident_bytes;
     tg_model_config cfg;
     int tied, bos, eos;
+    const tg_vocab *vocab; /* NULL: none read */
     const char *note;   /* what the load does to the file's types, or NULL */
     row *rows;
     int n_rows;
@@ -41,12 +43,17 @@ typedef struct desc {
 
 static size_t n_params(const tg_model_config *c, int tied) {
     size_t E = (size_t)c->n_embd, F = (size_t)c->n_ff, V = (size_t)c->n_vocab, L = (size_t)c->n_layer;
-    size_t q = (size_t)c->n_head * (size_t)c->head_dim, kv = (size_t)c->n_kv_head * (size_t)c->head_dim;
+    size_t hs = (size_t)tg_config_head_dim(c);
+    size_t q = (size_t)c->n_head * hs, kv = (size_t)tg_config_n_kv_head(c) * hs;
     return V * E * (tied ? 1 : 2) + E + L * (2 * E + E * q + 2 * E * kv + q * E + 3 * E * F);
 }
 
 static int print(const desc *d, int json) {
-    const tg_model_config *c = &d->cfg;
+    tg_model_config cfg = d->cfg, *c = &cfg; /* the 0 defaults spelled out */
+    c->n_kv_head = tg_config_n_kv_head(c);
+    c->head_dim = tg_config_head_dim(c);
+    c->rope_theta = tg_config_rope_theta(c);
+    c->rope_dim = tg_config_rope_dim(c);
     const char *pairs = c->rope_pairs == TG_ROPE_ADJACENT ? "adjacent pairs (2i, 2i+1)" : "halves (i, i+HS/2)";
     size_t np = n_params(c, d->tied);
     if (!json) {
@@ -62,7 +69,13 @@ static int print(const desc *d, int json) {
                (double)c->rope_theta, c->rope_dim, pairs, np, d->tied ? "output tied to token_embd" : "separate output.weight");
         printf("resident:      %" PRIu64 " bytes of weights once loaded%s%s\n", d->resident_bytes, d->note ? "; " : "",
                d->note ? d->note : "");
-        if (d->bos >= 0 || d->eos >= 0) printf("special ids:   bos %d, eos %d\n", d->bos, d->eos);
+        if (d->vocab && d->vocab->n_tokens)
+            printf("tokenizer:     %s, %d tokens, bos %d, eos %d\n",
+                   d->vocab->kind == TG_VOCAB_SPM ? "SentencePiece-style BPE (llama)" : "gpt2 byte-level BPE",
+                   d->vocab->n_tokens, d->vocab->bos_id, d->vocab->eos_id);
+        else if (d->vocab)
+            printf("tokenizer:     none\n");
+        if (!d->vocab && (d->bos >= 0 || d->eos >= 0)) printf("special ids:   bos %d, eos %d\n", d->bos, d->eos);
         printf("tensors:\n");
         size_t w = 0;
         for (int i = 0; i < d->n_rows; i++) w = strlen(d->rows[i].name) > w ? strlen(d->rows[i].name) : w;
@@ -99,6 +112,13 @@ static int print(const desc *d, int json) {
     cJSON_AddBoolToObject(o, "tied", d->tied);
     cJSON_AddNumberToObject(o, "resident_bytes", (double)d->resident_bytes);
     if (d->note) cJSON_AddStringToObject(o, "note", d->note);
+    if (d->vocab && d->vocab->n_tokens) {
+        cJSON *t = cJSON_AddObjectToObject(o, "tokenizer");
+        cJSON_AddStringToObject(t, "model", d->vocab->kind == TG_VOCAB_SPM ? "llama" : "gpt2");
+        cJSON_AddNumberToObject(t, "n_tokens", d->vocab->n_tokens);
+        cJSON_AddNumberToObject(t, "bos_id", d->vocab->bos_id);
+        cJSON_AddNumberToObject(t, "eos_id", d->vocab->eos_id);
+    }
     if (d->bos >= 0) cJSON_AddNumberToObject(o, "bos_id", d->bos);
     if (d->eos >= 0) cJSON_AddNumberToObject(o, "eos_id", d->eos);
     cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
@@ -201,6 +221,56 @@ static int inspect_hf(const char *path, int json) {
     return rc;
 }
 
+/* A GGUF whose general.architecture is llama: the loaded config (the
+ * binding's view of the llama.* keys) beside the file's tensor table. */
+static int inspect_gguf(const char *path, int json) {
+    tg_gguf *g;
+    tg_err err = {{0}};
+    if (tg_gguf_open(&g, path, &err)) return -1;
+    const char *a;
+    size_t alen;
+    tg_err ignored;
+    if (tg_gguf_get_str(g, "general.architecture", &a, &alen, &ignored) || alen != 5 || memcmp(a, "llama", 5)) {
+        tg_gguf_close(g);
+        return -1;
+    }
+    tg_model m;
+    if (tg_model_load(&m, path, TG_LOAD_NO_CHECK, &err)) {
+        tg_gguf_close(g);
+        return cli_error("inspect", "%s", err.msg);
+    }
+    desc d = {.path = path, .cfg = m.cfg, .tied = m.llama.tied, .bos = -1, .eos = -1, .vocab = &m.vocab,
+              .file_bytes = tg_gguf_file_size(g)};
+    snprintf(d.format, sizeof d.format, "GGUF v%u, alignment %u, %" PRId64 " metadata keys", tg_gguf_version(g),
+             tg_gguf_alignment(g), tg_gguf_n_kv(g));
+    d.note = "matrices are used in the file's type from the memory map";
+    int n = (int)tg_gguf_n_tensors(g);
+    d.rows = calloc((size_t)n + 1, sizeof *d.rows);
+    d.n_rows = d.rows ? n : 0;
+    for (int i = 0; i < d.n_rows; i++) {
+        const tg_gguf_tensor *t = tg_gguf_tensor_at(g, i);
+        row *r = &d.rows[i];
+        r->name = t->name;
+        r->n_dims = t->n_dims;
+        for (int k = 0; k < t->n_dims; k++) r->shape[k] = t->ne[t->n_dims - 1 - k];
+        snprintf(r->type, sizeof r->type, "%s", tg_ggml_type_name(t->type) ? tg_ggml_type_name(t->type) : "?");
+        r->bytes = t->nbytes;
+        r->offset = t->offset;
+        /* 1-D gains are f32 once loaded */
+        d.resident_bytes += t->n_dims == 1 ? 4 * t->n_elements : t->nbytes;
+        const char *what = "";
+        int64_t at = tg_find_nonfinite(t->type, t->data, t->n_elements, &what);
+        if (at >= 0 && !d.problem[0])
+            snprintf(d.problem, sizeof d.problem, "tensor '%s' holds a non-finite value (%s) at index %" PRId64,
+                     t->name, what, at);
+    }
+    int rc = print(&d, json);
+    free(d.rows);
+    tg_model_free(&m);
+    tg_gguf_close(g);
+    return rc;
+}
+
 int inspect_llama(const char *path, int json) {
     struct stat sb;
     if (stat(path, &sb) != 0) return -1;
@@ -212,6 +282,7 @@ int inspect_llama(const char *path, int json) {
     ssize_t n = read(fd, head, sizeof head);
     close(fd);
     if (n < 0) return -1;
+    if (n >= 4 && !memcmp(head, "GGUF", 4)) return inspect_gguf(path, json);
     int kind = tg_l2c_sniff(head, (size_t)n, (uint64_t)sb.st_size);
     if (kind == -1) return -1;
     return inspect_l2c(path, json); /* also -2: the magic with an unknown version, reported by name */

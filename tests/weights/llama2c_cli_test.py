@@ -84,6 +84,21 @@ def main():
             if {t["type"] for t in j["tensors"]} != {"BF16"}:
                 failures.append(f"inspect HF: types {[t['type'] for t in j['tensors']]}")
 
+        # the same model converted to a llama GGUF (tokenizer.bin given): inspect reads the GGUF side
+        tokp = os.path.join(tmp, "tok.bin")
+        open(tokp, "wb").write(lf.tokenizer_bin_bytes(10))
+        gg = os.path.join(tmp, "m.gguf")
+        r = run(["convert", os.path.join(tmp, "legacy.bin"), "--tokenizer", tokp, "-o", gg])
+        if r.returncode != 0:
+            failures.append(f"convert legacy: {r.stderr.strip()}")
+        else:
+            r = run(["inspect", "--json", gg])
+            j = json.loads(r.stdout) if r.returncode == 0 else {}
+            got = (j.get("architecture"), j.get("n_kv_head"), j.get("rope_pairs"), j.get("tied"),
+                   (j.get("tokenizer") or {}).get("model"), (j.get("tokenizer") or {}).get("n_tokens"))
+            if got != ("llama", 2, "adjacent", False, "llama", 10):
+                failures.append(f"inspect of the converted GGUF: exit {r.returncode}, {got} {r.stderr.strip()}")
+
         # ---- hostile files
         small_w, small_cfg = lf.random_llama(rng, 8, 12, 1, 2, 1, 6, True)
         forms = {"legacy": lf.legacy_bytes(small_w, small_cfg, 3), "v1": lf.v1_bytes(small_w, small_cfg, 3),
