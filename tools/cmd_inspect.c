@@ -11,6 +11,7 @@
 
 #include "model/tokenizer.h"
 #include "tools/cli.h"
+#include "tools/inspect_llama.h"
 #include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/gpt2.h"
@@ -18,7 +19,8 @@
 
 static const char *usage_text =
     "usage: tinygpt inspect PATH [--json]\n"
-    "  PATH     a GGUF file or a Hugging Face GPT-2 folder\n"
+    "  PATH     a GGUF file, a Hugging Face GPT-2 or Llama folder, or a llama2.c\n"
+    "           checkpoint (.bin, ak42 v1/v2)\n"
     "  --json   print one JSON object instead of text\n"
     "Prints the format, the configuration, the parameter count, every tensor (name,\n"
     "type, shape, bytes, offset), the tokenizer and the problems found. Problems are\n"
@@ -279,6 +281,8 @@ int cmd_inspect(int argc, char **argv) {
     tg_err err = {{0}};
     struct stat sb;
     if (stat(path, &sb) != 0) return cli_error("inspect", "%s: no such file or folder", path);
+    int lr = inspect_llama(path, json); /* llama2.c files, HF Llama folders */
+    if (lr >= 0) return lr;
     if (S_ISDIR(sb.st_mode)) {
         snprintf(r.format, sizeof r.format, "Hugging Face folder");
         char st_path[4096];
@@ -306,6 +310,11 @@ int cmd_inspect(int argc, char **argv) {
         tg_gguf *g;
         if (tg_gguf_open(&g, path, &err)) {
             /* not even a GGUF: nothing to describe */
+            char why[200];
+            if (strstr(err.msg, "not a GGUF file (magic")) {
+                inspect_llama_why(path, why, sizeof why);
+                if (why[0]) return cli_error("inspect", "%s, nor a llama2.c checkpoint (%s)", err.msg, why);
+            }
             return cli_error("inspect", "%s", err.msg);
         }
         r.version = tg_gguf_version(g);

@@ -54,8 +54,8 @@ def compare(what, got, ref, tol):
         failures.append(f"{what}: row {r} off by {err[r]:.3g} (tolerance {tol[r]:.3g})")
 
 
-def convert(src, dst, tok=None):
-    cmd = [TINYGPT, "convert", src, "-o", dst]
+def convert(src, dst, tok):
+    cmd = [TINYGPT, "convert", src, "-o", dst, "--tokenizer", tok]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"convert {src}: {r.stderr.strip()}")
@@ -74,6 +74,8 @@ def main():
             for tied in (True, False):
                 w, cfg = lf.random_llama(rng, dim, hidden, layers, heads, kv, vocab, tied)
                 tokens = rng.integers(0, vocab, size=seq).tolist()
+                tok = os.path.join(tmp, "tokenizer.bin")  # convert needs one; the text does not matter here
+                open(tok, "wb").write(lf.tokenizer_bin_bytes(vocab))
                 gs = 8
                 v2, held = lf.v2_bytes(w, cfg, seq, gs)
                 files = [("legacy", lf.legacy_bytes(w, cfg, seq), w, "adjacent"),
@@ -108,8 +110,18 @@ def main():
                             compare(f"{tag} {isa} prefill", logits(path, tokens, tmp, ["--isa", isa]), ref, tol)
                             compare(f"{tag} {isa} decode", logits(path, tokens, tmp, ["--isa", isa, "--chunks", "1"]),
                                     ref, tol)
+                        # the tolerance separates the conventions: the other pair order
+                        # (or v2's weights before quantization) is far outside it
+                        if form in ("hf-F32", "v2"):
+                            alt = llama_ref.Llama(ref_w if form == "hf-F32" else w, cfg, eps=1e-5,
+                                                  pairs="adjacent")
+                            alt_ref = alt.logits(tokens).numpy()
+                            got = logits(path, tokens, tmp, [])
+                            if np.all(np.abs(got - alt_ref).max(axis=1) <= tol):
+                                failures.append(f"{tag}: the wrong reference ({'adjacent pairs' if form == 'hf-F32' else 'unquantized weights'}) "
+                                                f"is inside the tolerance too: the check cannot tell them apart")
                         gguf = os.path.join(tmp, form + ".gguf")
-                        convert(path, gguf)
+                        convert(path, gguf, tok)
                         a = logits(path, tokens, tmp, [])
                         b = logits(gguf, tokens, tmp, [])
                         compare(f"{tag} converted GGUF", b, ref, tol)

@@ -75,12 +75,44 @@ class Llama:
         n = max(c["dim"], c["hidden_dim"])
         return (16.0 * 2.0 ** -24 * n ** 0.5 * (2 * c["n_layers"] + 2) * self.scale).numpy()
 
+    def step(self, token, cache):
+        """Logits [V] of one token after the positions in cache (a list of
+        per-layer (K, V) tensors [P, KVH, HS], grown in place): the same
+        arithmetic as logits(), one row at a time."""
+        c, t = self.cfg, self.t
+        H, KV, L = c["n_heads"], c["n_kv_heads"], c["n_layers"]
+        hs = c["dim"] // H
+        P = cache[0][0].shape[0] if cache else 0
+        x = t["token_embd.weight"][torch.tensor([token])]
+        pos = torch.tensor([P])
+        for l in range(L):
+            p = f"blk.{l}."
+            h = rmsnorm(x, t[p + "attn_norm.weight"], self.eps)
+            q = rope((h @ t[p + "attn_q.weight"].T).view(1, H, hs), pos, self.theta, self.pairs)
+            k = rope((h @ t[p + "attn_k.weight"].T).view(1, KV, hs), pos, self.theta, self.pairs)
+            v = (h @ t[p + "attn_v.weight"].T).view(1, KV, hs)
+            if len(cache) <= l:
+                cache.append((k, v))
+            else:
+                cache[l] = (torch.cat([cache[l][0], k]), torch.cat([cache[l][1], v]))
+            K = cache[l][0].repeat_interleave(H // KV, dim=1)
+            V = cache[l][1].repeat_interleave(H // KV, dim=1)
+            s = torch.einsum("thd,shd->hts", q, K) / hs ** 0.5
+            a = torch.einsum("hts,shd->thd", F.softmax(s, dim=-1), V)
+            x = x + a.reshape(1, H * hs) @ t[p + "attn_output.weight"].T
+            h = rmsnorm(x, t[p + "ffn_norm.weight"], self.eps)
+            x = x + (F.silu(h @ t[p + "ffn_gate.weight"].T) * (h @ t[p + "ffn_up.weight"].T)) @ t[p + "ffn_down.weight"].T
+        return (rmsnorm(x, t["output_norm.weight"], self.eps) @ t["output.weight"].T)[0]
+
     def greedy(self, prompt, n):
         """n tokens after prompt, each the argmax (lowest id on a tie), and
-        the smallest gap between the best and second-best logit on the way."""
-        toks, gap = list(prompt), float("inf")
+        the smallest gap between the best and second-best logit on the way
+        (a KV cache: step() per token)."""
+        toks, gap, cache = list(prompt), float("inf"), []
+        for tok in toks[:-1]:
+            self.step(tok, cache)
         for _ in range(n):
-            lg = self.logits(toks)[-1]
+            lg = self.step(toks[-1], cache)
             top = torch.topk(lg, 2)
             gap = min(gap, float(top.values[0] - top.values[1]))
             toks.append(int(torch.argmax(lg)))

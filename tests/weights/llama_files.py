@@ -281,3 +281,15 @@ def write_hf_folder(folder, w, cfg, seq_len, dtype="F32", rms_eps=1e-5, rope_the
         json.dump(config, f, indent=2)
     with open(os.path.join(folder, "model.safetensors"), "wb") as f:
         f.write(safetensors_bytes(hf_tensors(w, cfg), dtype))
+
+
+def tokenizer_bin_bytes(n):
+    """A llama2.c tokenizer.bin of n pieces (int32 max_token_length, then per
+    piece f32 score, i32 length, bytes): <unk>, BOS and EOS as llama2.c's
+    export spells them, then distinct short pieces, for models whose text
+    does not matter."""
+    pieces = [b"<unk>", b"\n<s>\n", b"\n</s>\n"] + [("t%d" % i).encode() for i in range(3, n)]
+    out = [struct.pack("<i", max(len(p) for p in pieces))]
+    for i, p in enumerate(pieces):
+        out.append(struct.pack("<fi", -float(i), len(p)) + p)
+    return b"".join(out)
