@@ -43,7 +43,7 @@ tg_status tg_llama_config_check(const tg_model_config *c, const char *where, tg_
         return tg_fail(err, TG_ERR_FORMAT, "%s: vocabulary size %d outside [1, 16777216]", where, c->n_vocab);
     if (!(c->ln_eps > 0 && c->ln_eps < 1))
         return tg_fail(err, TG_ERR_FORMAT, "%s: rms norm epsilon %g outside (0, 1)", where, (double)c->ln_eps);
-    float th = tg_config_rope_theta(c);
+    float th = c->rope_theta == 0.0f ? tg_config_rope_theta(c) : c->rope_theta; /* 0: the default; NaN is not */
     if (!(th > 1.0f) || !isfinite(th))
         return tg_fail(err, TG_ERR_FORMAT, "%s: rope base %g is not a finite number > 1", where, (double)th);
     if (c->rope_pairs != TG_ROPE_ADJACENT && c->rope_pairs != TG_ROPE_HALVES)

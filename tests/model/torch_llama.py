@@ -22,7 +22,9 @@ driver gpt_dump runs them and every logit at every position is compared:
     resaves bit-identical to the files written here in those types;
   * f16 and q8_0 weights against the reference of the dequantized model
     (q8_0: with Q8_0 activations, typed_oracle's flip bound);
-  * a perturbed weight fails the comparison (the tolerance can fail).
+  * a perturbed weight fails the comparison (the tolerance can fail);
+  * hostile llama metadata and tensor tables fail to load with one line
+    naming the problem (exit 1, never a crash).
 
 usage: torch_llama.py GPT_DUMP
 """
@@ -173,9 +175,11 @@ def to_adjacent(wm, heads, HS, D):
     return out
 
 
-def write_gguf(path, w, s, typ="f32", adjacent=True):
+def write_gguf(path, w, s, typ="f32", adjacent=True, meta=None, drop=(), extra=()):
     """A GGUF `llama` file (v3, 32-byte alignment) of w with matrices in typ.
-    Returns the weights as the file holds them (dequantized, HF row order)."""
+    Returns the weights as the file holds them (dequantized, HF row order).
+    For hostile files: meta replaces keys' values ({key: (type, value)}),
+    drop leaves tensors out, extra adds (name, array) tensors."""
     name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
     kvs = [
         go.gguf_kv("general.architecture", go.GGUF_STR, "llama"),
@@ -193,6 +197,8 @@ def write_gguf(path, w, s, typ="f32", adjacent=True):
     if H * HS != E:
         kvs.append(go.gguf_kv("llama.attention.key_length", go.GGUF_U32, HS))
         kvs.append(go.gguf_kv("llama.attention.value_length", go.GGUF_U32, HS))
+    for key, (t, val) in (meta or {}).items():
+        kvs = [kv for kv in kvs if not kv.startswith(go.gguf_str(key))] + [go.gguf_kv(key, t, val)]
     held = {"layers": [dict(y) for y in w["layers"]], "out_norm": w["out_norm"]}
     tensors = []
 
@@ -231,6 +237,9 @@ def write_gguf(path, w, s, typ="f32", adjacent=True):
         hy["w2"] = mat("blk.%d.ffn_down.weight" % i, y["w2"])
     vec("output_norm.weight", w["out_norm"])
     held["output"] = held["tok"] if tied else mat("output.weight", w["output"])
+    for tname, a in extra:
+        vec(tname, a)
+    tensors = [t for t in tensors if t[0] not in drop]
     align = 32
     data, info, off = b"", b"", 0
     for tname, shape, t, blob in tensors:
@@ -262,6 +271,41 @@ def compare_q(o, what, got, ref, s, scale):
                           "tolerance" % (what, r, float(err[r]), float(loose[r]), 100 * exact))
         return False
     return True
+
+
+def hostile(o, driver, tmp):
+    """Broken llama files: the load fails with one line naming the problem."""
+    s = SHAPES[0]
+    name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
+    w = make_model(s, 77)
+    tok = os.path.join(tmp, "t.i32")
+    np.array([1, 2, 3], dtype=np.int32).tofile(tok)
+    U32, F32 = go.GGUF_U32, go.GGUF_F32
+    cases = [
+        ("kv heads not dividing", {"meta": {"llama.attention.head_count_kv": (U32, 3)}}, "do not divide"),
+        ("odd rope dims", {"meta": {"llama.rope.dimension_count": (U32, 7)}}, "rope dimension count 7"),
+        ("rope dims past the head", {"meta": {"llama.rope.dimension_count": (U32, 2 * HS)}},
+         "rope dimension count"),
+        ("kv heads disagree with attn_k", {"meta": {"llama.attention.head_count_kv": (U32, 2)}},
+         "attn_k.weight' has shape"),
+        ("missing ffn_up", {"drop": ("blk.1.ffn_up.weight",)}, "'blk.1.ffn_up.weight' is missing"),
+        ("tensor past the block count", {"extra": (("blk.9.attn_norm.weight", np.ones(E, np.float32)),)},
+         "is for layer 9"),
+        ("zero eps", {"meta": {"llama.attention.layer_norm_rms_epsilon": (F32, 0.0)}}, "rms norm epsilon"),
+        ("NaN rope base", {"meta": {"llama.rope.freq_base": (F32, float("nan"))}}, "rope base"),
+        ("vocab size disagrees", {"meta": {"llama.vocab_size": (U32, V + 1)}}, "the metadata says"),
+        ("no block count", {"meta": {"llama.block_count": (go.GGUF_STR, "two")}}, "llama.block_count"),
+        ("huge width", {"meta": {"llama.embedding_length": (U32, 1 << 30)}}, "embedding length"),
+    ]
+    for what, kw, needle in cases:
+        path = os.path.join(tmp, "hostile.gguf")
+        write_gguf(path, w, s, **kw)
+        r = subprocess.run([driver, path, tok, os.path.join(tmp, "h.f32")], capture_output=True, text=True)
+        o.checks += 1
+        err = r.stderr.strip()
+        if r.returncode == 0 or r.returncode < 0 or needle not in err or "\n" in err:
+            o.failures.append("hostile %s: exit %d, stderr %r (wanted one line with %r)"
+                              % (what, r.returncode, err[:300], needle))
 
 
 def main():
@@ -379,6 +423,7 @@ def main():
                         o.failures.append("%s %s: a perturbed model passed the comparison" % (tag, typ))
                     o.checks += 1
             print("%s: worst error / tolerance so far %.4f" % (name, o.worst))
+        hostile(o, driver, tmp)
         print("worst error / tolerance: %.4f" % o.worst)
         for f in o.failures:
             print("FAIL", f)
