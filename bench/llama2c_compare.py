@@ -11,7 +11,10 @@ and pass its path (or set LLAMA2C_RUN). Each round runs both programs on
 the same greedy generation (temperature 0, N steps after BOS, no prompt)
 and records (a) the tok/s each prints and (b) the CPU time its process
 used (getrusage of the child: on a shared machine a process waiting for a
-core does not bill it). The report is the median of each and the ratios.
+core does not bill it), also for a 2-step run of each, so that
+(cpu(N) - cpu(2)) / (N - 2) is the CPU time of one decode step without the
+start-up (loading, tokenizer, allocation). The report is the median of
+each and the ratios.
 
 usage: llama2c_compare.py RUN TINYGPT MODEL.bin TOKENIZER.bin [--rounds 9] [--steps 256]
 """
@@ -70,24 +73,32 @@ def main():
     c_cmd = [run_c, model, "-z", tok, "-t", "0", "-n", str(steps), "-i", ""]
     t_cmd = [tinygpt, "generate", "-m", model, "--tokenizer", tok, "--temp", "0", "-t", "1",
              "--prompt-ids", "1", "-n", str(steps - 1), "--ignore-eos"]
-    c_tps, t_tps, c_cpu, t_cpu = [], [], [], []
+    c_short = c_cmd[:c_cmd.index("-n") + 1] + ["2"] + c_cmd[c_cmd.index("-n") + 2:]
+    t_short = t_cmd[:t_cmd.index("-n") + 1] + ["1"] + t_cmd[t_cmd.index("-n") + 2:]
+    c_tps, t_tps, c_cpu, t_cpu, c0, t0 = [], [], [], [], [], []
     for r in range(rounds):
         for which in ((0, 1) if r % 2 == 0 else (1, 0)):  # alternate who goes first
             if which == 0:
                 text, cpu = cpu_of(c_cmd)
                 m = re.search(r"achieved tok/s: ([0-9.]+)", text)
                 c_tps.append(float(m.group(1)))
-                c_cpu.append(steps / cpu)
+                c_cpu.append(cpu)
+                c0.append(cpu_of(c_short)[1])
             else:
                 text, cpu = cpu_of(t_cmd)
                 m = re.search(r"generated: \d+ tokens, ([0-9.]+) tok/s", text)
                 t_tps.append(float(m.group(1)))
-                t_cpu.append(steps / cpu)
+                t_cpu.append(cpu)
+                t0.append(cpu_of(t_short)[1])
     print("stories260K greedy decode, %d steps, 1 thread, %d interleaved rounds (medians)" % (steps, rounds))
-    print("  llama2.c run.c : %8.0f tok/s printed, %8.0f tok/s by process CPU time" % (median(c_tps), median(c_cpu)))
-    print("  tinygpt        : %8.0f tok/s printed, %8.0f tok/s by process CPU time" % (median(t_tps), median(t_cpu)))
-    print("  ratio          : %8.2fx printed,        %8.2fx by CPU time (target 3x)" % (
-        median(t_tps) / median(c_tps), median(t_cpu) / median(c_cpu)))
+    cs = (median(c_cpu) - median(c0)) / (steps - 2)  # CPU seconds per decode step
+    ts = (median(t_cpu) - median(t0)) / (steps - 2)
+    print("  llama2.c run.c : %8.0f tok/s printed; CPU %.1f ms start-up, %.1f us/step = %8.0f tok/s"
+          % (median(c_tps), 1e3 * median(c0), 1e6 * cs, 1 / cs))
+    print("  tinygpt        : %8.0f tok/s printed; CPU %.1f ms start-up, %.1f us/step = %8.0f tok/s"
+          % (median(t_tps), 1e3 * median(t0), 1e6 * ts, 1 / ts))
+    print("  ratio          : %8.2fx printed, %.2fx by CPU time per decode step (target 3x)"
+          % (median(t_tps) / median(c_tps), cs / ts))
     os.unlink(cpu_of.log)
     return 0
 
