@@ -16,7 +16,6 @@
 #include "model/measure.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
-#include "tools/run.h"
 
 #define CMD "bench"
 enum { MAX_LIST = 16, MAX_REPS = TG_BENCH_MAX_REPS };
@@ -27,7 +26,6 @@ typedef struct bench_args {
     int n_threads, n_pp, n_tg;
     long reps;
     int json, roofline, no_check;
-    const char *tokenizer; /* --tokenizer */
     double probe_seconds;
 } bench_args;
 
@@ -49,8 +47,6 @@ static void usage_text(FILE *f) {
             "  --no-roofline            skip the bandwidth and FMA probes (no roof column)\n"
             "  --probe-seconds S        time each roofline probe runs, [0.01, 60] (default 1)\n"
             "  --no-check               do not scan the weights for NaN/inf at load\n"
-            "  --tokenizer PATH         use this vocabulary instead of the model's (llama2.c\n"
-            "                           tokenizer.bin, GGUF, tokenizer.json or HF folder)\n"
             "columns: threads; test (ppN: one prefill of N tokens, tgN: N decode steps from\n"
             "an empty cache, no sampling); t/s = tokens per second, mean ± sample standard\n"
             "deviation over the repetitions; GFLOP/s = floating-point operations the test\n"
@@ -82,7 +78,6 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         {CLI_FLAG("--json", NULL, &a->json, 1)},
         {CLI_FLAG("--no-roofline", NULL, &a->roofline, 0)},
         {CLI_FLAG("--no-check", NULL, &a->no_check, 1)},
-        {CLI_STR("--tokenizer", NULL, &a->tokenizer)},
         {0},
     };
     int parsed = cli_parse(CMD, usage_text, opts, argc, argv);
@@ -130,10 +125,6 @@ int cmd_bench(int argc, char **argv) {
     tg_isa isa;
     tg_gpt2_model m;
     if ((rc = perf_load(CMD, a.isa, a.model, a.no_check, &isa, &m))) return rc;
-    if ((rc = run_use_tokenizer(CMD, &m.vocab, a.tokenizer))) {
-        tg_gpt2_free(&m);
-        return rc;
-    }
     const tg_gpt2_config *c = &m.cfg;
     long max_n = 1;
     for (int i = 0; i < a.n_pp; i++) max_n = a.pp[i] > max_n ? a.pp[i] : max_n;

@@ -77,7 +77,7 @@ static void usability(report *r) {
         }
     } else if (!r->vocab_only) {
         tg_gpt2_model m; /* a Hugging Face folder: the checked load names the first */
-        if (tg_gpt2_load(&m, r->path, 0, &err)) add_problem(r, "%s", err.msg);
+        if (tg_model_load(&m, r->path, 0, &err)) add_problem(r, "%s", err.msg);
         else tg_gpt2_free(&m);
     }
     if (!r->m.vocab.n_tokens) return;
@@ -302,7 +302,7 @@ int cmd_inspect(int argc, char **argv) {
         if (!r.n_problems) {
             r.vocab_only = !has_weights;
             int flags = TG_LOAD_NO_CHECK | (r.vocab_only ? TG_LOAD_VOCAB_ONLY : 0);
-            if (tg_gpt2_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
+            if (tg_model_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
             else r.loaded = 1;
         }
     } else {
@@ -325,7 +325,7 @@ int cmd_inspect(int argc, char **argv) {
         r.vocab_only = tg_gguf_n_tensors(g) == 0;
         tg_gguf_close(g);
         int flags = TG_LOAD_NO_CHECK | (r.vocab_only ? TG_LOAD_VOCAB_ONLY : 0);
-        if (tg_gpt2_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
+        if (tg_model_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
         else r.loaded = 1;
     }
     if (r.loaded) usability(&r);

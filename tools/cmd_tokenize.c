@@ -128,7 +128,7 @@ int cmd_tokenize(int argc, char **argv) {
             return code;
         }
         model_path = tok_path;
-    } else if (tg_gpt2_load(&m, model_path, 1, &err)) {
+    } else if (tg_model_load(&m, model_path, 1, &err)) {
         free(text);
         return cli_error(CMD, "%s", err.msg);
     }
