@@ -526,6 +526,9 @@ Test(hf_json, hostile) {
         {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\\u0000\":0}}}", "\\u0000"},
         {"{\"model\":{\"type\":\"BPE\",\"vocab\":{}}}", "empty"},
         {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0}", "not valid JSON"},
+        /* a piece quoted in a message stays on one line */
+        {"{\"added_tokens\":[{\"id\":0,\"content\":\"x\\ny\",\"special\":true}],"
+         "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\\nb\":0}}}", "\"x\\x0ay\" has the id of \"a\\x0ab\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg_vocab v;
@@ -533,6 +536,7 @@ Test(hf_json, hostile) {
         tg_status s = tg_vocab_parse_hf_json(&v, cases[i].json, strlen(cases[i].json), "t.json", &err);
         cr_assert_neq(s, TG_OK, "case %zu loaded", i);
         cr_assert(strstr(err.msg, cases[i].needle), "case %zu: '%s' lacks '%s'", i, err.msg, cases[i].needle);
+        cr_assert_null(strchr(err.msg, '\n'), "case %zu: '%s'", i, err.msg);
         cr_assert_eq(v.n_tokens, 0);
     }
 }
