@@ -17,6 +17,23 @@
  * handle per thread (handles share nothing; the library has no global
  * mutable state). Functions that can fail return a tinygpt_status; the
  * message of the last failure on a handle is tinygpt_last_error(m).
+ *
+ * Ownership and lifetimes: the caller owns every buffer it passes (the
+ * library copies what it keeps: stop strings, masks, settings) and frees
+ * what it gets from a *_save / *_start / tinygpt_open with the matching
+ * *_free / tinygpt_close. Pointers the library hands out (tinygpt_info's
+ * strings, tensor names, token pieces, tinygpt_last_error) belong to the
+ * handle and stay valid until tinygpt_close, except a tinygpt_token's,
+ * which last until the next tinygpt_gen_next (or the callback's return).
+ * A handle pointer m is never NULL (except for tinygpt_close and
+ * tinygpt_last_error). A tinygpt_context does not depend on its handle.
+ *
+ * Beyond load/tokenize/eval/sample: model information and the tensor
+ * table; special tokens; log-probabilities, top-k and a text's score;
+ * attention weights [L, H, T, T] and a head mask; the KV cache's length,
+ * truncation, its tokens, and saved contexts (fork a prompt); generation
+ * with a per-token callback or step by step, with stop strings, EOS,
+ * max tokens and the context crop of `tinygpt generate`.
  */
 #ifndef TINYGPT_H
 #define TINYGPT_H
@@ -49,6 +66,7 @@ const char *tinygpt_status_str(tinygpt_status s);
 const char *tinygpt_version(void); /* "0.1.0" */
 
 typedef struct tinygpt tinygpt;
+typedef struct tinygpt_gen tinygpt_gen; /* a generation in progress (below) */
 
 typedef struct tinygpt_options {
     int n_threads;   /* worker threads, >= 1 (default 1) */
@@ -133,6 +151,240 @@ tinygpt_status tinygpt_set_sampling(tinygpt *m, const tinygpt_sampling *s);
 int tinygpt_sample(tinygpt *m, const float *logits);
 /* Records a token (e.g. of the prompt) for the repetition penalty. */
 void tinygpt_accept(tinygpt *m, int token);
+
+
+/* ==== model information ==================================================
+ * Strings in these structs belong to the handle: valid until tinygpt_close. */
+
+typedef struct tinygpt_info {
+    const char *arch;        /* "gpt2" */
+    const char *path;        /* the model as opened */
+    int n_layer;             /* L */
+    int n_head;              /* H: query heads */
+    int n_kv_head;           /* key/value heads (== H for GPT-2) */
+    int n_embd;              /* E */
+    int head_size;           /* E / H */
+    int n_ff;                /* feed-forward width */
+    int n_vocab;             /* V */
+    int n_ctx_train;         /* the model's context */
+    int n_ctx;               /* positions the KV cache holds (<= n_ctx_train) */
+    int tied;                /* 1: the LM head is the token embedding */
+    float norm_eps;          /* layernorm epsilon */
+    uint64_t n_params;       /* parameters (a tied LM head counted once) */
+    uint64_t n_bytes;        /* their bytes as held in memory, in their types */
+    const char *weight_type; /* the matrices' type ("f32", "f16", "bf16", "q8_0",
+                                "q4_0"), or "mixed" */
+    int n_tensors;           /* tensors listed by tinygpt_tensor */
+    const char *isa;         /* the kernels in use: "scalar", "avx2", ... */
+    int n_threads;
+    int bos, eos;            /* special ids, or -1 */
+} tinygpt_info;
+
+tinygpt_status tinygpt_get_info(const tinygpt *m, tinygpt_info *out);
+
+/* The tensors the model runs on, GGUF-named ("token_embd.weight",
+ * "blk.0.attn_qkv.weight", ...). A matrix is dims {rows (out), cols (in)},
+ * n_dims 2; a vector dims {n}, n_dims 1. */
+typedef struct tinygpt_tensor_info {
+    const char *name;
+    const char *type;        /* "f32", "f16", "bf16", "q8_0", "q4_0" */
+    int n_dims;
+    int64_t dims[2];
+    uint64_t n_elements, n_bytes;
+} tinygpt_tensor_info;
+
+/* i in [0, info.n_tensors), else TINYGPT_ERR_RANGE. */
+tinygpt_status tinygpt_tensor(const tinygpt *m, int i, tinygpt_tensor_info *out);
+
+/* ==== tokenizer (beside tinygpt_tokenize / tinygpt_detokenize above) ==== */
+
+int tinygpt_bos(const tinygpt *m);                /* or -1 */
+int tinygpt_is_special(const tinygpt *m, int id); /* 1 for <|endoftext|> and other control
+                                                     tokens, 0 otherwise (and out of range) */
+/* The id of the token whose vocabulary string is s (GPT-2's byte->unicode
+ * spelling: "Ġthe" for " the", or "<|endoftext|>"), or -1. */
+int tinygpt_token_id(const tinygpt *m, const char *s);
+
+/* ==== logits and log-probabilities ======================================= */
+
+/* out[n, V] = log-softmax of each row of logits[n, V] (V = tinygpt_n_vocab),
+ * computed in double (out may be logits). A row without a finite maximum
+ * (all NaN or -inf, or a +inf) is TINYGPT_ERR_NUMERIC naming the row. */
+tinygpt_status tinygpt_logprobs(tinygpt *m, const float *logits, size_t n, float *out);
+
+/* The k most likely tokens of logits[V]: ids[k] and (if non-NULL)
+ * logprobs[k] (log-softmax), best first, ties to the lower id (the order
+ * of `tinygpt generate --top-logprobs`). k in [1, V], else
+ * TINYGPT_ERR_ARG. */
+tinygpt_status tinygpt_top_k(tinygpt *m, const float *logits, int k, int *ids, float *logprobs);
+
+/* Scores a text: runs tokens[n] from position 0 (as tinygpt_eval(m, tokens,
+ * n, 0, ...): the cache then holds them) and writes out[n - 1], the
+ * log-probability of tokens[i + 1] after tokens[0..i]. n in [2, n_ctx]. */
+tinygpt_status tinygpt_score(tinygpt *m, const int *tokens, int n, float *out);
+
+/* ==== attention and ablation ============================================= */
+
+/* Runs tokens[n] from position 0 (the cache then holds them, as after
+ * tinygpt_eval(m, tokens, n, 0, ...)) and writes every head's attention
+ * weights to weights[L, H, n, n] (caller-allocated, L * H * n * n floats):
+ * weights[l][h][q][k] is query q's softmax weight on key k, for k <= q, and
+ * 0 for k > q (causal). logits, if non-NULL, gets the last position's [V].
+ * The probe that captures them runs attention unfused, so these logits may
+ * differ from tinygpt_eval's in the last bits. n in [1, n_ctx]. */
+tinygpt_status tinygpt_attention(tinygpt *m, const int *tokens, int n, float *weights,
+                                 float *logits);
+
+/* The head mask: mask[L * H] (index layer * H + head), 0 silences that
+ * head (its output is zeroed before the output projection), non-zero keeps
+ * it; NULL keeps every head. Copied. It applies to every later forward
+ * pass; the KV cache keeps what earlier passes computed, so evaluate again
+ * from position 0 after changing it. */
+tinygpt_status tinygpt_set_head_mask(tinygpt *m, const uint8_t *mask);
+/* Writes the current mask to mask[L * H] (all 1 when none is set). */
+tinygpt_status tinygpt_get_head_mask(const tinygpt *m, uint8_t *mask);
+
+/* ==== the KV cache ======================================================== */
+
+/* tinygpt_n_past (above) is its current length P. */
+
+/* Forgets positions n..P-1 (0 <= n <= P, else TINYGPT_ERR_RANGE). */
+tinygpt_status tinygpt_truncate(tinygpt *m, int n);
+
+/* The token ids the cache holds (positions 0..P-1): writes at most cap and
+ * sets *n to P; too small a buffer is TINYGPT_ERR_RANGE. */
+tinygpt_status tinygpt_cache_tokens(const tinygpt *m, int *ids, size_t cap, size_t *n);
+
+/* A saved context: the cache's keys and values, its token ids and the last
+ * logits, to fork a prompt into several continuations (prefill once, save,
+ * restore before each), or to move it into another handle of the same
+ * model (on another thread). Owned by the caller; independent of the
+ * handle it came from (it may outlive it). */
+typedef struct tinygpt_context tinygpt_context;
+
+tinygpt_status tinygpt_context_save(tinygpt *m, tinygpt_context **out);
+/* Makes m's cache exactly the saved one. A context from a model of another
+ * shape is TINYGPT_ERR_ARG, one longer than m's cache TINYGPT_ERR_RANGE. */
+tinygpt_status tinygpt_context_restore(tinygpt *m, const tinygpt_context *c);
+int tinygpt_context_n_past(const tinygpt_context *c);
+void tinygpt_context_free(tinygpt_context *c);
+
+/* ==== generation ==========================================================
+ * Sampling as `tinygpt generate` does it: the same settings, seed and
+ * prompt give the same tokens. */
+
+typedef enum tinygpt_stop_reason {
+    TINYGPT_STOP_NONE = 0, /* still running */
+    TINYGPT_STOP_LENGTH,   /* max_tokens generated */
+    TINYGPT_STOP_EOS,      /* the model produced <|endoftext|> (not reported as a token) */
+    TINYGPT_STOP_STRING,   /* the output ended with a stop string (cut off) */
+    TINYGPT_STOP_CONTEXT,  /* the cache is full and keep is 0 */
+    TINYGPT_STOP_CALLER,   /* the callback returned non-zero, or tinygpt_gen_free early */
+} tinygpt_stop_reason;
+
+/* "running", "length", "eos", "stop", "context", "caller" (the first five are the
+ * CLI's stop reasons). */
+const char *tinygpt_stop_reason_str(tinygpt_stop_reason r);
+
+#define TINYGPT_MAX_STOPS 64
+#define TINYGPT_MAX_STOP_LEN 4096
+#define TINYGPT_MAX_TOP_LOGPROBS 100
+
+typedef struct tinygpt_generate_opts {
+    int max_tokens;             /* tokens to generate, >= 0; -1: until EOS, a stop string
+                                   or the caller (default 256) */
+    tinygpt_sampling sampling;  /* (default: tinygpt_sampling_init's) */
+    const char *const *stop;    /* n_stop stop strings, each 1..TINYGPT_MAX_STOP_LEN bytes,
+                                   n_stop <= TINYGPT_MAX_STOPS; copied at start */
+    int n_stop;
+    int ignore_eos;             /* 1: <|endoftext|> is an ordinary token */
+    int keep;                   /* when the cache is full: run its last `keep` tokens again
+                                   as a new prompt from position 0 and go on (nanoGPT's
+                                   crop); 0: stop (TINYGPT_STOP_CONTEXT); -1 (default):
+                                   half the cache. [-1, n_ctx - 1] */
+    int top_logprobs;           /* alternatives reported per token, [0, 100] (default 0) */
+} tinygpt_generate_opts;
+
+void tinygpt_generate_opts_init(tinygpt_generate_opts *o);
+
+/* One generated token, as handed to the caller. Pointers are valid until
+ * the next tinygpt_gen_next (or the callback's return). */
+typedef struct tinygpt_token {
+    int id;                  /* the token; -1 in the end record (see below) */
+    int index;               /* 0, 1, ...: its place among the generated tokens */
+    const char *piece;       /* its exact bytes (piece_len) */
+    size_t piece_len;
+    const char *text;        /* the UTF-8 characters this token completes (bytes of a
+                                character split over tokens come with its last one); */
+    size_t text_len;         /*   invalid bytes pass through as they are */
+    const char *out;         /* what the output gains now: text, less whatever could be
+                                the start of a stop string (held back until it fails) */
+    size_t out_len;          /*   and never the stop string; concatenated, these are the
+                                  generated text `tinygpt generate --no-echo` prints */
+    double logprob;          /* log-softmax of the raw logits at this step (before the
+                                penalty, temperature and truncation), in double as the
+                                CLI's --json prints it */
+    int n_top;               /* top_logprobs alternatives: */
+    const int *top_ids;      /*   ids[n_top], best first (ties: lower id) */
+    const double *top_logprobs; /* their log-probabilities */
+} tinygpt_token;
+
+typedef struct tinygpt_generate_result {
+    tinygpt_stop_reason stop;
+    int stop_index;          /* which stop string ended it, or -1 */
+    int n_tokens;            /* tokens generated (an EOS that stopped it not counted) */
+    int last_token;          /* the last one, which is not in the cache (-1 if none):
+                                pass it as the prompt of the next call to go on */
+    int n_prompt;            /* prompt tokens run */
+    int n_shifts;            /* times the cache was cropped (keep) */
+    double prefill_s, decode_s; /* wall time of the prompt and of the rest */
+} tinygpt_generate_result;
+
+/* A generation in progress, step by step (for an iterator or a server's
+ * loop). It borrows the handle: until tinygpt_gen_free, call nothing else
+ * on m but tinygpt_gen_* (and the read-only getters).
+ *
+ * The prompt tokens[n] are appended to the cache at P = tinygpt_n_past
+ * (tinygpt_truncate(m, 0) first for a fresh text); n == 0 goes on from the
+ * last logits of the cache (those of the last tinygpt_eval, prompt or
+ * restored context), and on an empty cache starts from <|endoftext|> as
+ * `tinygpt generate` does for an empty prompt. A prompt that does not fit
+ * (P + n > n_ctx with keep 0, or n > n_ctx) is TINYGPT_ERR_RANGE; no logits
+ * to go on from is TINYGPT_ERR_ARG. The sampler is new, seeded from
+ * opts->sampling, and has seen the tokens in the cache (the repetition
+ * penalty's history). opts may be NULL (defaults). */
+tinygpt_status tinygpt_gen_start(tinygpt *m, const int *tokens, int n,
+                                 const tinygpt_generate_opts *opts, tinygpt_gen **out);
+/* The same with a text prompt from position 0 (the cache is cleared first),
+ * tokenized as `tinygpt generate -p` does (<|endoftext|> spelled out is
+ * that token). */
+tinygpt_status tinygpt_gen_start_text(tinygpt *m, const char *text, size_t len,
+                                      const tinygpt_generate_opts *opts, tinygpt_gen **out);
+/* Produces the next token into *t. When the generation has ended, t->id is
+ * -1 and t->out holds the bytes still held back (an unfinished UTF-8
+ * character or an unfinished stop string; possibly none): the end record,
+ * given once; later calls give it again with out_len 0. Errors (a NaN
+ * logit, ...) end it too. */
+tinygpt_status tinygpt_gen_next(tinygpt_gen *g, tinygpt_token *t);
+/* Ends it early (reason TINYGPT_STOP_CALLER unless it had ended). */
+void tinygpt_gen_stop(tinygpt_gen *g);
+void tinygpt_gen_result(const tinygpt_gen *g, tinygpt_generate_result *res);
+void tinygpt_gen_free(tinygpt_gen *g);
+
+/* Called for every generated token and, if bytes remain held back at the
+ * end, once more with the end record (id -1). A non-zero return stops the
+ * generation after that token (TINYGPT_STOP_CALLER). */
+typedef int (*tinygpt_token_fn)(void *user, const tinygpt_token *t);
+
+/* tinygpt_gen_start + tinygpt_gen_next until the end, with a callback (fn
+ * may be NULL). res may be NULL. */
+tinygpt_status tinygpt_generate(tinygpt *m, const int *tokens, int n,
+                                const tinygpt_generate_opts *opts, tinygpt_token_fn fn,
+                                void *user, tinygpt_generate_result *res);
+/* The same with a text prompt (tinygpt_gen_start_text). */
+tinygpt_status tinygpt_generate_text(tinygpt *m, const char *text, size_t len,
+                                     const tinygpt_generate_opts *opts, tinygpt_token_fn fn,
+                                     void *user, tinygpt_generate_result *res);
 
 #ifdef __cplusplus
 }

@@ -41,7 +41,7 @@ def install_and_build(builddir, src, sanitize, dest, env, failures):
     exe = os.path.join(dest, "test_lib_installed")
     cc = shutil.which("cc") or "gcc"
     san = [] if sanitize == "none" else ["-fsanitize=" + sanitize]
-    r = subprocess.run([cc, "-o", exe, src] + san + flags.stdout.split() + ["-pthread"],
+    r = subprocess.run([cc, "-o", exe, src] + san + flags.stdout.split() + ["-pthread", "-lm"],
                        capture_output=True, text=True)
     if flags.returncode != 0 or r.returncode != 0:
         failures.append("building against the installed library: %s %s"
