@@ -123,7 +123,7 @@ static int byte_piece(const char *t) {
 static size_t unmark(const char *t, char *out) {
     size_t k = 0;
     for (size_t i = 0; t[i];) {
-        if (!memcmp(t + i, SPACE_MARK, 3)) {
+        if ((uint8_t)t[i] == 0xE2 && (uint8_t)t[i + 1] == 0x96 && (uint8_t)t[i + 2] == 0x81) { /* ▁ */
             out[k++] = ' ';
             i += 3;
         } else {

@@ -309,6 +309,8 @@ typedef struct cont {
     size_t tokens_len;
     char pend[8]; /* bytes of a character no token has finished yet */
     size_t n_pend;
+    int prev;     /* the token before the next one, or -1 (a SentencePiece piece after BOS
+                     drops its dummy-prefix space) */
 } cont;
 
 typedef struct cand {
@@ -416,7 +418,8 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
         tg_sampler_accept(smp, tok);
         c->n_out++;
         size_t plen = 0;
-        const char *piece = tg_tokenizer_piece(g->rc->tok, tok, &plen);
+        const char *piece = tg_tokenizer_piece_after(g->rc->tok, c->prev, tok, &plen);
+        c->prev = tok;
         int hit = stop_put(sf, piece ? piece : "", piece ? plen : 0);
         if (hit < 0 || k->oom) {
             st = tg_fail(&g->err, TG_ERR_NOMEM, "out of memory");
@@ -524,6 +527,7 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
         stream_init(&k.ts, stdout);
         stop_filter sf;
         cont c = {0};
+        c.prev = n_prompt > 0 ? pids[n_prompt - 1] : -1;
         if (o->json) c.tokens = open_memstream(&c.tokens_buf, &c.tokens_len);
         if (stop_init(&sf, o->stops, o->n_stops, sink_emit, &k) || (o->json && !c.tokens)) {
             code = cli_error(CMD, "out of memory");
@@ -621,6 +625,7 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
     for (int want = have_prompt;; want = 1) {
         if (want && tg_gpt_n_pos(g->rc->gpt) > 0) { /* logits are there to sample from */
             cont c = {0};
+            c.prev = -1;
             stop_reset(&sf);
             k.n = 0;
             tg_status st = continue_text(g, smp, &sf, &k, &c, turns++);
@@ -659,8 +664,11 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
         if (n > 0) {
             int *ids = NULL;
             size_t n_ids = 0;
-            tg_status st = tg_tokenizer_encode(g->rc->tok, line, (size_t)n, 1, &ids, &n_ids,
-                                               &g->err);
+            /* BOS (SentencePiece) only at the start of the conversation */
+            int fl = TG_ENCODE_SPECIAL |
+                     (tg_gpt_n_pos(g->rc->gpt) == 0 ? tg_tokenizer_default_flags(g->rc->tok) : 0);
+            tg_status st = tg_tokenizer_encode_ex(g->rc->tok, line, (size_t)n, fl, &ids, &n_ids,
+                                                  &g->err);
             if (!st && n_ids > 0) {
                 if (g->keep == 0 && tg_gpt_n_pos(g->rc->gpt) + (int)n_ids > g->C)
                     st = tg_fail(&g->err, TG_ERR_RANGE, "the context is full (%d tokens; "

@@ -62,6 +62,26 @@ int tg_vocab_byte_ids(const tg_vocab *v, int ids[256]) {
     return found;
 }
 
+/* Up to 40 bytes of an untrusted string for a one-line message: printable
+ * ASCII as is, anything else as \xNN, "..." when cut. */
+typedef struct quoted {
+    char s[200];
+} quoted;
+
+static quoted q(const char *p, size_t n) {
+    quoted o;
+    size_t k = 0;
+    for (size_t i = 0; i < n && i < 40; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c >= 0x20 && c < 0x7F && c != '\\') o.s[k++] = (char)c;
+        else k += (size_t)snprintf(o.s + k, sizeof o.s - k, "\\x%02x", c);
+    }
+    if (n > 40) memcpy(o.s + k, "...", 3), k += 3;
+    o.s[k] = 0;
+    return o;
+}
+#define Q(str) (q((str), strlen(str)).s)
+
 static char *dup_checked(const char *s, size_t len) {
     if (memchr(s, 0, len)) return NULL;
     char *d = malloc(len + 1);
@@ -110,9 +130,9 @@ static tg_status vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path
     int llama = len == 5 && !memcmp(s, "llama", 5);
     if (!llama && (len != 4 || memcmp(s, "gpt2", 4)))
         return tg_fail(err, TG_ERR_UNSUPPORTED,
-                       "%s: tokenizer.ggml.model is '%.*s', only 'gpt2' (byte-level BPE) and 'llama' "
+                       "%s: tokenizer.ggml.model is '%s', only 'gpt2' (byte-level BPE) and 'llama' "
                        "(SentencePiece BPE) are supported",
-                       path, (int)(len > 64 ? 64 : len), s);
+                       path, q(s, len).s);
     v->kind = llama ? TG_VOCAB_SPM : TG_VOCAB_GPT2;
     const tg_gguf_kv *tok = tg_gguf_find_kv(g, "tokenizer.ggml.tokens");
     if (!tok || tok->type != TG_GGUF_ARRAY || tok->arr_type != TG_GGUF_STRING)
@@ -475,8 +495,8 @@ static tg_status parse_hf_json(tg_vocab *v, const cJSON *root, const char *name,
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     if (type && (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE")))
-        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: model.type is %s%.40s%s, only BPE is supported", name,
-                       cJSON_IsString(type) ? "'" : "", cJSON_IsString(type) ? type->valuestring : "not a string",
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: model.type is %s%s%s, only BPE is supported", name,
+                       cJSON_IsString(type) ? "'" : "", cJSON_IsString(type) ? Q(type->valuestring) : "not a string",
                        cJSON_IsString(type) ? "'" : "");
     if (!cJSON_IsObject(vocab)) return tg_fail(err, TG_ERR_FORMAT, "%s: model.vocab is missing or not an object", name);
     if (merges && !cJSON_IsArray(merges)) return tg_fail(err, TG_ERR_FORMAT, "%s: model.merges is not an array", name);
@@ -491,7 +511,7 @@ static tg_status parse_hf_json(tg_vocab *v, const cJSON *root, const char *name,
     cJSON_ArrayForEach(e, vocab) {
         if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= MAX_TOKENS ||
             e->valuedouble != (double)(int64_t)e->valuedouble)
-            return tg_fail(err, TG_ERR_FORMAT, "%s: model.vocab[\"%.40s\"] is not a token id in [0, 2^24)", name, e->string);
+            return tg_fail(err, TG_ERR_FORMAT, "%s: model.vocab[\"%s\"] is not a token id in [0, 2^24)", name, Q(e->string));
         if ((int64_t)e->valuedouble > max_id) max_id = (int64_t)e->valuedouble;
     }
     cJSON_ArrayForEach(e, added) {
@@ -513,16 +533,16 @@ static tg_status parse_hf_json(tg_vocab *v, const cJSON *root, const char *name,
     cJSON_ArrayForEach(e, vocab) {
         int id = (int)e->valuedouble;
         if (v->tokens[id])
-            return tg_fail(err, TG_ERR_FORMAT, "%s: model.vocab gives id %d to both \"%.40s\" and \"%.40s\"", name, id,
-                           v->tokens[id], e->string);
+            return tg_fail(err, TG_ERR_FORMAT, "%s: model.vocab gives id %d to both \"%s\" and \"%s\"", name, id,
+                           Q(v->tokens[id]), Q(e->string));
         if (!(v->tokens[id] = strdup(e->string))) goto oom;
     }
     cJSON_ArrayForEach(e, added) {
         int id = (int)cJSON_GetObjectItemCaseSensitive(e, "id")->valuedouble;
         const char *c = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
         if (v->tokens[id] && strcmp(v->tokens[id], c))
-            return tg_fail(err, TG_ERR_FORMAT, "%s: added token %d \"%.40s\" has the id of \"%.40s\"", name, id, c,
-                           v->tokens[id]);
+            return tg_fail(err, TG_ERR_FORMAT, "%s: added token %d \"%s\" has the id of \"%s\"", name, id, Q(c),
+                           Q(v->tokens[id]));
         if (!v->tokens[id] && !(v->tokens[id] = strdup(c))) goto oom;
         v->token_type[id] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special")) ? TG_TOKEN_CONTROL
                                                                                          : TG_TOKEN_USER_DEFINED;

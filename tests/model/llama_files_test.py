@@ -125,6 +125,25 @@ def main():
                         a = logits(path, tokens, tmp, [])
                         b = logits(gguf, tokens, tmp, [])
                         compare(f"{tag} converted GGUF", b, ref, tol)
+                        # the file itself, read from the GGUF spec: Q/K rows as llama.cpp's converter
+                        # permutes them (from HF), untouched from llama2.c; llama.* keys
+                        meta, gt = lf.read_gguf_f32(open(gguf, "rb").read())
+                        for l in range(layers):
+                            for part, nh in (("attn_q", heads), ("attn_k", kv)):
+                                nm = f"blk.{l}.{part}.weight"
+                                want = ref_w[nm] if data is not None else lf.adjacent_from_hf(ref_w[nm], nh)
+                                if nm not in gt or not np.array_equal(gt[nm], want):
+                                    failures.append(f"{tag}: the GGUF's {nm} is not the rows llama.cpp's converter writes")
+                        want_meta = {"general.architecture": "llama", "llama.attention.head_count": heads,
+                                     "llama.attention.head_count_kv": kv, "llama.block_count": layers,
+                                     "llama.embedding_length": dim, "llama.feed_forward_length": hidden,
+                                     "llama.rope.dimension_count": dim // heads, "llama.rope.freq_base": 10000.0,
+                                     "tokenizer.ggml.model": "llama"}
+                        for k, v in want_meta.items():
+                            if meta.get(k) != v:
+                                failures.append(f"{tag}: GGUF {k} = {meta.get(k)!r}, want {v!r}")
+                        if ("output.weight" in gt) == tied:
+                            failures.append(f"{tag}: output.weight {'written although tied' if tied else 'missing'}")
                         if data is not None and not np.array_equal(a.view(np.uint32), b.view(np.uint32)):
                             failures.append(f"{tag}: the converted GGUF's logits differ from the file's "
                                             f"(max {np.abs(a - b).max():.3g}); no permutation, so they must not")
