@@ -372,17 +372,23 @@ static tg_status encode_fragment(tg_spm *s, const char *text, size_t len, int pr
     return TG_OK;
 }
 
-/* The next special token's string at or after pos: its start (len if none). */
-static int next_special(const tg_spm *s, const char *text, size_t len, size_t pos, size_t *at) {
+/* The next special token's string at or after pos: its start (len if
+ * none). hits[k] remembers where special k next occurs (len + 1: not
+ * looked for yet), so each special's text is scanned once per encode. */
+static int next_special(const tg_spm *s, const char *text, size_t len, size_t pos, size_t *hits,
+                        size_t *at) {
     size_t best = len;
     int best_id = -1;
     for (int k = 0; k < s->n_specials; k++) {
         int id = s->specials[k];
-        const char *sp = s->strs + s->str_off[id];
-        size_t sl = s->str_off[id + 1] - s->str_off[id] - 1;
-        const char *hit = sl <= len - pos ? memmem(text + pos, len - pos, sp, sl) : NULL;
-        if (hit && (size_t)(hit - text) < best) { /* longest first: a tie keeps the longer */
-            best = (size_t)(hit - text);
+        if (hits[k] == len + 1 || hits[k] < pos) {
+            const char *sp = s->strs + s->str_off[id];
+            size_t sl = s->str_off[id + 1] - s->str_off[id] - 1;
+            const char *hit = sl <= len - pos ? memmem(text + pos, len - pos, sp, sl) : NULL;
+            hits[k] = hit ? (size_t)(hit - text) : len;
+        }
+        if (hits[k] < best) { /* longest first: a tie keeps the longer */
+            best = hits[k];
             best_id = id;
         }
     }
@@ -404,17 +410,24 @@ tg_status tg_spm_encode(tg_spm *s, const char *text, size_t len, int flags, int 
         st = encode_fragment(s, text, len, 1, &out, err);
     } else {
         /* llama.cpp's rule: a dummy prefix at the start and after each special */
+        size_t *hits = malloc((size_t)s->n_specials * sizeof *hits);
+        if (!hits) goto nomem;
+        for (int k = 0; k < s->n_specials; k++) hits[k] = len + 1;
         size_t pos = 0;
         while (pos < len && !st) {
             size_t at;
-            int sid = next_special(s, text, len, pos, &at);
+            int sid = next_special(s, text, len, pos, hits, &at);
             st = encode_fragment(s, text + pos, at - pos, 1, &out, err);
             if (!st && sid >= 0) {
-                if (ibuf_push(&out, sid)) goto nomem;
+                if (ibuf_push(&out, sid)) {
+                    free(hits);
+                    goto nomem;
+                }
                 at += s->str_off[sid + 1] - s->str_off[sid] - 1;
             }
             pos = at;
         }
+        free(hits);
     }
     if (!st && (flags & TG_ENCODE_EOS) && s->eos >= 0 && ibuf_push(&out, s->eos)) goto nomem;
     if (st) {

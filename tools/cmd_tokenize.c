@@ -158,6 +158,10 @@ int cmd_tokenize(int argc, char **argv) {
         for (size_t i = 0; i < n_ids; i++) {
             size_t pl;
             const char *piece = tg_tokenizer_piece(tok, ids[i], &pl);
+            if (pl == 0 && tg_tokenizer_is_special(tok, ids[i])) { /* <s>: no bytes, show its name */
+                piece = m.vocab.tokens[ids[i]];
+                pl = strlen(piece);
+            }
             printf("%6d '", ids[i]);
             put_escaped(stdout, piece, pl);
             fputs("'\n", stdout);

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "weights/file.h"
 
 #include "weights/gguf.h"
 #include "weights/internal.h"
@@ -691,27 +694,26 @@ tg_status tg_vocab_load(tg_vocab *v, const char *path, tg_err *err) {
         if (stat(p, &sb) == 0) return tg_vocab_load_hf_json(v, p, err);
         return tg_vocab_load_hf(v, path, 0, err);
     }
-    size_t len;
-    char *buf = wt_read_file(path, MAX_TOKENIZER_FILE, &len, err);
-    if (!buf) return TG_ERR_IO;
+    /* what the file is, from its first bytes (a GGUF is mapped, not read) */
+    struct stat fs;
+    int fd = wt_open_regular(path, &fs, err);
+    if (fd < 0) return TG_ERR_IO;
+    char head[64];
+    ssize_t got = read(fd, head, sizeof head);
+    close(fd);
+    if (got < 0) return tg_fail(err, TG_ERR_IO, "%s: cannot read", path);
     tg_status s;
-    size_t i = 0;
-    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')) i++;
-    if (len >= 4 && !memcmp(buf, "GGUF", 4)) {
+    if (got >= 4 && !memcmp(head, "GGUF", 4)) {
         tg_gguf *g;
-        s = tg_gguf_parse(&g, buf, len, path, err);
-        if (!s) {
-            s = tg_vocab_from_gguf(v, g, path, err);
-            if (!s && v->n_tokens == 0)
-                s = tg_fail(err, TG_ERR_FORMAT, "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", path);
-            tg_gguf_close(g);
-        }
-    } else if (i < len && buf[i] == '{') {
-        s = tg_vocab_parse_hf_json(v, buf, len, path, err);
-    } else {
-        s = tg_vocab_parse_llama2c(v, buf, len, 0, path, err);
+        if ((s = tg_gguf_open(&g, path, err))) return s;
+        s = tg_vocab_from_gguf(v, g, path, err);
+        if (!s && v->n_tokens == 0)
+            s = tg_fail(err, TG_ERR_FORMAT, "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", path);
+        tg_gguf_close(g);
+        return s;
     }
-    free(buf);
-    if (s) tg_vocab_free(v);
-    return s;
+    ssize_t i = 0;
+    while (i < got && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) i++;
+    if (i < got && head[i] == '{') return tg_vocab_load_hf_json(v, path, err);
+    return tg_vocab_load_llama2c(v, path, 0, err);
 }
