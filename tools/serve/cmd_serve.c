@@ -677,9 +677,10 @@ static enum MHD_Result do_attention(struct MHD_Connection *c, server *s, const c
     int L = me->info.n_layer, H = me->info.n_head, V = me->info.n_vocab;
     for (int i = 0; i < r.n_off; i++)
         if (r.heads_off[i][0] >= L || r.heads_off[i][1] >= H) {
+            int l = r.heads_off[i][0], h = r.heads_off[i][1];
             serve_attention_free(&r);
             return fail(c, 400, "heads_off", "heads_off item %d: [%d, %d] is not a head of %s (%d layers x %d heads)", i,
-                        r.heads_off[i][0], r.heads_off[i][1], me->name, L, H);
+                        l, h, me->name, L, H);
         }
     slot *sl = acquire(s, me);
     if (!sl) {
