@@ -151,7 +151,7 @@ class Column {
     this.el.innerHTML = `<h2>${esc(this.model)} <small>${L} layers \u00d7 ${H} head${H > 1 ? "s" : ""}, ${T} tokens` +
       `${info ? ", " + (info.n_params / 1e6).toFixed(2) + "M parameters" : ""}</small></h2>` +
       `<div class="tokens"></div>` +
-      `<div class="grid" style="grid-template-columns: repeat(${H}, 1fr)"></div>` +
+      `<div class="grid" style="grid-template-columns: repeat(${H}, minmax(48px, 150px))"></div>` +
       `<label>head view, layer <select class="layer">${[...Array(L).keys()].map((l) => `<option>${l}</option>`).join("")}</select></label>` +
       `<svg class="headview"></svg><div class="next"></div>`;
     const toks = this.el.querySelector(".tokens");
@@ -192,7 +192,7 @@ class Column {
         ctx.putImageData(img, 0, 0);
         const mark = document.createElement("div");
         mark.className = "qmark";
-        mark.style.cssText = "position:absolute;left:0;right:0;border-top:1px solid #ffb000;border-bottom:1px solid #ffb000;pointer-events:none";
+        mark.style.cssText = "position:absolute;left:0;right:0;min-height:1px;background:#ffb00066;pointer-events:none";
         const lab = document.createElement("span");
         lab.className = "lab";
         lab.textContent = `L${l} H${h}`;
@@ -212,10 +212,9 @@ class Column {
   mark() {
     const a = this.data, T = a.n_tokens, H = a.n_head;
     for (const s of this.el.querySelectorAll(".tokens span")) s.classList.toggle("sel", +s.dataset.i === this.q);
-    for (const { cell, mark } of this.cells) {
-      const h = cell.clientHeight - 2;
-      mark.style.top = (this.q * h) / T + "px";
-      mark.style.height = Math.max(1, h / T) + "px";
+    for (const { mark } of this.cells) { // percentages: right whatever the cell's size
+      mark.style.top = (100 * this.q) / T + "%";
+      mark.style.height = 100 / T + "%";
     }
     const svg = this.el.querySelector(".headview"), rowH = T > 60 ? 9 : 16, W = 320, x0 = 110, x1 = W - 110;
     svg.setAttribute("viewBox", `0 0 ${W} ${T * rowH + 8}`);
