@@ -97,11 +97,21 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *e) {
         serve_fail(e, 400, "", "the request body is not valid UTF-8");
         return NULL;
     }
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!root) {
         serve_fail(e, 400, "", "the request body is not valid JSON");
         return NULL;
     }
+    /* cJSON stops after the first value: anything but whitespace after it
+     * (a second value, NUL bytes) makes the body invalid */
+    for (const char *p = end; p < body + len; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            cJSON_Delete(root);
+            serve_fail(e, 400, "", "the request body has bytes after its JSON value (at offset %zu)",
+                       (size_t)(p - body));
+            return NULL;
+        }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         serve_fail(e, 400, "", "the request body must be a JSON object");
