@@ -259,6 +259,24 @@ def main():
         refused = True
     ck.check(refused, "after SIGTERM nothing listens")
 
+    # -- --parallel 4: four handles, the weights in memory once (the same file's pages)
+    m4 = Server.path("shakespeare-4h")
+    srv = Server(EXE, ["-m", m4, "--parallel", "4"])
+    with open("/proc/%d/maps" % srv.proc.pid) as f:
+        maps = sum(1 for ln in f if ln.rstrip().endswith("shakespeare-4h.gguf"))
+    pss = anon = 0
+    with open("/proc/%d/smaps_rollup" % srv.proc.pid) as f:
+        for ln in f:
+            if ln.startswith("Pss_File:"):
+                pss = int(ln.split()[1])
+            if ln.startswith("Pss_Anon:"):
+                anon = int(ln.split()[1])
+    size_kb = os.path.getsize(m4) // 1024
+    ck.check(maps >= 4 and pss < size_kb * 1.5 + 2048 and anon < 2 * size_kb,
+             "--parallel 4: %d mappings of the model, file-backed PSS %d KiB, anonymous %d KiB, for a %d KiB file (one copy, not four)"
+             % (maps, pss, anon, size_kb))
+    srv.stop_check(ck, "--parallel 4 server")
+
     # -- the command line
     r = subprocess.run([EXE, "serve", "--host", "example.com"], capture_output=True, text=True)
     ck.check(r.returncode == 2 and "--host" in r.stderr and r.stderr.count("\n") == 1, "--host not an address: usage error: %s" % r.stderr.strip())
