@@ -496,10 +496,17 @@ static int stream_step(stream_ctx *x) {
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     stream_ctx *x = cls;
     (void)pos;
-    while (x->sent == x->out.len) {
+    if (x->sent == x->out.len) {
         x->sent = x->out.len = 0;
         if (x->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (stream_step(x) < 0) return MHD_CONTENT_READER_END_OF_STREAM;
+        /* more events while they come fast (one write per token costs more
+         * than a tiny model's token), for at most 2 ms and half the buffer */
+        double t0 = now_s();
+        while (x->out.len < max / 2 && !x->done && !x->out.oom && now_s() - t0 < 0.002)
+            if (stream_step(x) < 0) break;
+        if (x->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (x->out.len == 0) return MHD_CONTENT_READER_END_OF_STREAM;
     }
     size_t n = x->out.len - x->sent;
     if (n > max) n = max;
@@ -562,7 +569,7 @@ static enum MHD_Result do_completion(struct MHD_Connection *c, server *s, const 
         return MHD_NO;
     }
     *x = (stream_ctx){.s = s, .me = me, .sl = sl, .req = r, .seed = seed, .id = id};
-    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, x, stream_free);
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
     if (!resp) {
         stream_free(x);
         return MHD_NO;
