@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_util import Server, Checks, request  # noqa: E402
+from serve_util import Server, Checks, request, sanitized  # noqa: E402
 
 EXE = sys.argv[1]
 CLIENTS = int(os.environ.get("SERVE_LOAD_CLIENTS", "16"))
@@ -157,7 +157,11 @@ def main():
               % (CLIENTS, PER_CLIENT, wall, codes, 1e3 * p50, 1e3 * p99, toks, toks / wall))
     ck.check(srv.proc.poll() is None, "the server is still running")
     grow = rss1 - rss0
-    ck.check(grow < 16 * 1024, "RSS after the run %d KiB vs %d KiB after the warm-up (%+d KiB, bound 16 MiB)" % (rss1, rss0, grow))
+    if sanitized(pid):
+        print("note: RSS %d KiB after the warm-up, %d after the run: not bounded under ASan (its quarantine keeps "
+              "freed memory); LeakSanitizer checks leaks when the server exits (exit 0 below)" % (rss0, rss1))
+    else:
+        ck.check(grow < 16 * 1024, "RSS after the run %d KiB vs %d KiB after the warm-up (%+d KiB, bound 16 MiB)" % (rss1, rss0, grow))
     st, h, b = request(port, "GET", "/health")
     j = json.loads(b)
     ck.check(j["slots_busy"] == 0 and j["queued"] == 0, "afterwards no slot busy, nothing queued")

@@ -40,6 +40,13 @@ class Server:
         return err
 
 
+def sanitized(pid):
+    """True if the process runs with ASan (its quarantine keeps freed memory,
+    so RSS says nothing about leaks; LeakSanitizer checks them at exit)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return any("libasan" in ln for ln in f)
+
+
 def request(port, method, path, body=None, headers=None, timeout=30):
     """(status, {lower-case header: value}, body bytes)."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
