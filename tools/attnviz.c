@@ -9,15 +9,6 @@
 
 #include "tools/cli.h"
 
-/* The probe's attn callback: every (layer, head, query) has its own row, so
- * workers never write the same memory. */
-static void capture_attn(void *user, int l, int h, int q, const float *p, int n_pos) {
-    attn_map *m = user;
-    if (l < 0 || l >= m->L || h < 0 || h >= m->H || q < 0 || q >= m->T || n_pos > m->T) return;
-    float *row = m->w + (((size_t)l * m->H + h) * m->T + q) * m->T;
-    memcpy(row, p, (size_t)n_pos * sizeof *row);
-}
-
 void attn_map_free(attn_map *m) {
     if (m->labels)
         for (int t = 0; t < m->T; t++) free(m->labels[t]);
@@ -29,19 +20,15 @@ void attn_map_free(attn_map *m) {
 
 tg_status attn_capture(attn_map *m, tg_gpt *g, const tg_tokenizer *tok, const int *ids, int T,
                        tg_err *err) {
-    const tg_gpt2_config *c = tg_gpt_config(g);
     memset(m, 0, sizeof *m);
-    if (T < 1) return tg_fail(err, TG_ERR_ARG, "attention: the prompt has no tokens");
-    if (T > tg_gpt_n_ctx(g))
-        return tg_fail(err, TG_ERR_RANGE, "attention: the prompt has %d tokens, the context %d",
-                       T, tg_gpt_n_ctx(g));
-    m->L = c->n_layer, m->H = c->n_head, m->T = T;
-    m->w = calloc((size_t)m->L * m->H * T * T, sizeof *m->w);
+    tg_attention a;
+    tg_status s = tg_attention_capture(g, ids, T, &a, err);
+    if (s) return s;
+    m->L = a.n_layer, m->H = a.n_head, m->T = T;
+    m->w = a.w; /* the map owns the weights now */
     m->ids = malloc((size_t)T * sizeof *m->ids);
     m->labels = calloc((size_t)T, sizeof *m->labels);
-    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
-    tg_status s = TG_OK;
-    if (!m->w || !m->ids || !m->labels || !logits) {
+    if (!m->ids || !m->labels) {
         s = tg_fail(err, TG_ERR_NOMEM, "attention: out of memory for %d tokens", T);
         goto done;
     }
@@ -54,12 +41,7 @@ tg_status attn_capture(attn_map *m, tg_gpt *g, const tg_tokenizer *tok, const in
             goto done;
         }
     }
-    tg_probe probe = {.user = m, .attn = capture_attn};
-    tg_gpt_set_probe(g, &probe);
-    s = tg_gpt_forward(g, ids, T, 0, logits, 0, err);
-    tg_gpt_set_probe(g, NULL);
 done:
-    free(logits);
     if (s) attn_map_free(m);
     return s;
 }
@@ -428,4 +410,21 @@ void attn_print_json(FILE *f, const attn_map *m) {
         fputc(']', f);
     }
     fputs("]}\n", f);
+}
+
+int attn_check_selection(const char *cmd, int n_layer, int n_head, long layer, long head) {
+    if (layer >= n_layer) return cli_usage(cmd, "--layer: %ld is outside [0, %d]", layer, n_layer - 1);
+    if (head >= n_head) return cli_usage(cmd, "--head: %ld is outside [0, %d]", head, n_head - 1);
+    return EXIT_OK;
+}
+
+int attn_finish(const char *cmd, const attn_map *m, const char *svg, const attn_svg_opts *o) {
+    if (svg) {
+        tg_err err;
+        if (attn_write_svg(m, svg, o, &err)) return cli_error(cmd, "%s", err.msg);
+        fprintf(stderr, "wrote %s\n", svg);
+    }
+    fflush(stdout);
+    if (ferror(stdout)) return cli_error(cmd, "writing the output failed");
+    return EXIT_OK;
 }

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "model/analysis.h"
 #include "model/gpt.h"
 #include "model/tokenizer.h"
 
@@ -16,8 +17,9 @@ typedef struct attn_map {
     char **labels;  /* [T] printable, valid UTF-8 labels of the token pieces */
 } attn_map;
 
-/* Runs ids[T] (positions 0..T-1) through g with a capturing probe attached.
- * The probe is detached again before returning. */
+/* Runs ids[T] (positions 0..T-1) through g with a capturing probe attached
+ * (tg_attention_capture, model/analysis.h) and labels the tokens with tok's
+ * pieces (tok NULL: empty labels, the caller sets them). */
 tg_status attn_capture(attn_map *m, tg_gpt *g, const tg_tokenizer *tok, const int *ids, int T,
                        tg_err *err);
 void attn_map_free(attn_map *m);
@@ -51,6 +53,14 @@ typedef struct attn_svg_opts {
  * scale. */
 tg_status attn_write_svg(const attn_map *m, const char *path, const attn_svg_opts *o,
                          tg_err *err);
+
+/* The checks and the end that `tinygpt attention` shares with its task
+ * form (tools/task_heads.c). attn_check_selection: --layer/--head within
+ * the model (-1: all), else a usage error; attn_finish: the SVG when svg is
+ * set ("wrote FILE" on stderr), then stdout flushed and checked. Both return
+ * an exit code (EXIT_OK: go on). */
+int attn_check_selection(const char *cmd, int n_layer, int n_head, long layer, long head);
+int attn_finish(const char *cmd, const attn_map *m, const char *svg, const attn_svg_opts *o);
 
 /* Prints the map as JSON: tokens, pieces, weights[L][H][T][T]. */
 void attn_print_json(FILE *f, const attn_map *m);

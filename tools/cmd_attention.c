@@ -1,6 +1,8 @@
 /* cmd_attention.c — `tinygpt attention`: what every head looks at. For one
  * query token, each head's weights over the prompt as labelled bars; with
- * --svg, the whole layers × heads grid of token × token heatmaps. */
+ * --svg, the whole layers × heads grid of token × token heatmaps. The
+ * weights come from tg_attention_capture (model/analysis.h) through
+ * attn_capture, which labels the tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,14 +77,7 @@ int cmd_attention(int argc, char **argv) {
     int *ids = NULL;
     size_t n = 0;
     attn_map m = {0};
-    if (layer >= c->n_layer) {
-        code = cli_usage(CMD, "--layer: %ld is outside [0, %d]", layer, c->n_layer - 1);
-        goto done;
-    }
-    if (head >= c->n_head) {
-        code = cli_usage(CMD, "--head: %ld is outside [0, %d]", head, c->n_head - 1);
-        goto done;
-    }
+    if ((code = attn_check_selection(CMD, c->n_layer, c->n_head, layer, head))) goto done;
     if (tg_tokenizer_encode(rc.tok, prompt, strlen(prompt), 1, &ids, &n, &err)) {
         code = cli_error(CMD, "%s", err.msg);
         goto done;
@@ -112,16 +107,8 @@ int cmd_attention(int argc, char **argv) {
                c->n_layer, c->n_head, n, q, m.labels[q]);
         attn_print_bars(stdout, &m, (int)layer, (int)head, q);
     }
-    if (svg) {
-        attn_svg_opts so = {rc.model_path, log_scale, (int)layer, (int)head};
-        if (attn_write_svg(&m, svg, &so, &err)) {
-            code = cli_error(CMD, "%s", err.msg);
-            goto done;
-        }
-        fprintf(stderr, "wrote %s\n", svg);
-    }
-    fflush(stdout);
-    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+    attn_svg_opts so = {rc.model_path, log_scale, (int)layer, (int)head};
+    code = attn_finish(CMD, &m, svg, &so);
 done:
     attn_map_free(&m);
     free(ids);

@@ -5,18 +5,20 @@
  * repetitions, after one warm-up run. Each row also gives the achieved
  * GFLOP/s and GB/s (weights + KV cache read, model/opcount.h) and their
  * fraction of this machine's roofline, measured in the same run at that
- * thread count (--no-roofline skips the probes). */
+ * thread count (--no-roofline skips the probes). The rows are measured by
+ * the library (tg_bench_run, model/measure.h); this file parses, calls and
+ * prints. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/roofline.h"
 #include "model/gpt.h"
-#include "model/opcount.h"
+#include "model/measure.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
 
 #define CMD "bench"
-enum { MAX_LIST = 16, MAX_REPS = 1000 };
+enum { MAX_LIST = 16, MAX_REPS = TG_BENCH_MAX_REPS };
 
 typedef struct bench_args {
     const char *model, *isa;
@@ -84,67 +86,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     return CLI_RUN;
 }
 
-typedef struct bench_row {
-    int threads, is_pp, n;
-    double ms[MAX_REPS];
-    int reps;
-    double tok_s, tok_s_sd, gflops, gbs;
-    /* Fractions of the machine (< 0: not measured): of the FMA peak, of the
-     * DRAM bandwidth, and of the roofline bound, which is the larger of
-     * the two. */
-    double flops_frac, bw_frac, roof_frac;
-    tg_opcost cost;  /* of one run */
-} bench_row;
-
-/* One run: a prefill of n tokens, or n decode steps, from an empty cache. */
-static tg_status run_once(tg_gpt *g, const bench_row *r, const int *tokens, float *logits,
-                          tg_err *err) {
-    if (r->is_pp) return tg_gpt_forward(g, tokens, r->n, 0, logits, 0, err);
-    for (int i = 0; i < r->n; i++) {
-        tg_status s = tg_gpt_forward(g, tokens + i, 1, i, logits, 0, err);
-        if (s) return s;
-    }
-    return TG_OK;
-}
-
-static tg_opcost run_cost(const tg_gpt2_config *c, const bench_row *r) {
-    if (r->is_pp) return tg_opcost_forward(c, r->n, 0, 1);
-    tg_opcost sum = {0};
-    for (int i = 0; i < r->n; i++) sum = tg_opcost_add(sum, tg_opcost_forward(c, 1, i, 1));
-    return sum;
-}
-
-static int bench_row_run(tg_gpt *g, bench_row *r, const tg_roofline *roof, const int *tokens,
-                         float *logits, int reps) {
-    tg_err err;
-    const tg_gpt2_config *c = tg_gpt_config(g);
-    if (run_once(g, r, tokens, logits, &err)) return cli_error(CMD, "%s", err.msg); /* warm-up */
-    double tok_s[MAX_REPS];
-    for (int i = 0; i < reps; i++) {
-        double t0 = perf_now();
-        if (run_once(g, r, tokens, logits, &err)) return cli_error(CMD, "%s", err.msg);
-        double dt = perf_now() - t0;
-        r->ms[i] = dt * 1e3;
-        tok_s[i] = dt > 0 ? r->n / dt : 0;
-    }
-    r->reps = reps;
-    perf_mean_sd(tok_s, reps, &r->tok_s, &r->tok_s_sd);
-    double mean_s, sd_s;
-    perf_mean_sd(r->ms, reps, &mean_s, &sd_s);
-    mean_s *= 1e-3;
-    r->cost = run_cost(c, r);
-    /* the matrices' real types (f16, q8_0, ...): once per forward step */
-    r->cost.weight_bytes += tg_opcost_typed_delta(c, tg_gpt_weights(g)) * (r->is_pp ? 1 : r->n);
-    /* The bytes of the roofline are what comes from memory: weights and KV
-     * cache (activations stay in cache). */
-    double bytes = r->cost.weight_bytes + r->cost.kv_bytes;
-    r->gflops = mean_s > 0 ? r->cost.flops / mean_s * 1e-9 : 0;
-    r->gbs = mean_s > 0 ? bytes / mean_s * 1e-9 : 0;
-    r->roof_frac = roof && mean_s > 0 ? tg_roofline_time(roof, r->cost.flops, bytes) / mean_s : -1;
-    r->flops_frac = roof && roof->peak_gflops > 0 ? r->gflops / roof->peak_gflops : -1;
-    r->bw_frac = roof && roof->dram_gbs > 0 ? r->gbs / roof->dram_gbs : -1;
-    return EXIT_OK;
-}
+/* A row of the table: model/measure.h's. */
+typedef tg_bench_row bench_row;
 
 static void print_row(const bench_row *r) {
     char test[32], ts[48], roof[16];
@@ -192,8 +135,7 @@ int cmd_bench(int argc, char **argv) {
         return cli_usage(CMD, "%ld tokens do not fit the model's %d-position context", max_n, C);
     }
     int *tokens = malloc((size_t)max_n * sizeof *tokens);
-    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
-    if (!tokens || !logits) {
+    if (!tokens) {
         rc = cli_error(CMD, "out of memory");
         goto done;
     }
@@ -237,10 +179,11 @@ int cmd_bench(int argc, char **argv) {
         const tg_roofline *roof = a.roofline ? &roofs[ti] : NULL;
         for (int k = 0; k < a.n_pp + a.n_tg && rc == EXIT_OK; k++) {
             bench_row *r = &rows[n_rows];
-            r->threads = nth;
-            r->is_pp = k < a.n_pp;
-            r->n = (int)(r->is_pp ? a.pp[k] : a.tg[k - a.n_pp]);
-            if ((rc = bench_row_run(g, r, roof, tokens, logits, (int)a.reps))) break;
+            int is_pp = k < a.n_pp, n = (int)(is_pp ? a.pp[k] : a.tg[k - a.n_pp]);
+            if (tg_bench_run(g, is_pp, n, (int)a.reps, tokens, roof, r, &err)) {
+                rc = cli_error(CMD, "%s", err.msg);
+                break;
+            }
             n_rows++;
             if (!a.json) print_row(r);
         }
@@ -266,7 +209,6 @@ int cmd_bench(int argc, char **argv) {
         rc = cli_error(CMD, "cannot write to stdout");
 done:
     free(tokens);
-    free(logits);
     tg_gpt2_free(&m);
     return rc;
 }

@@ -12,19 +12,17 @@
  *                             next to keeping a random one
  *   6. agreement              top-1 agreement and KL(A‖B) on the text
  *
- * Everything uses forward passes only; attention weights come through the
- * probe hook and ablations through the head mask.
+ * The numbers come from the library (model/analysis.h: quality, heads,
+ * agreement; model/measure.h: speed); this file parses, calls and prints.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/heads.h"
-#include "model/profiler.h"
-#include "model/scoring.h"
+#include "model/analysis.h"
+#include "model/measure.h"
 #include "tools/attnviz.h"
 #include "tools/cli.h"
 #include "tools/run.h"
@@ -33,7 +31,7 @@
 static const char *const CMD = "compare";
 static const char *const DEFAULT_PROMPT = "The researcher who wrote the paper said it was wrong.";
 
-enum { CHUNK = 128, N_BUCKETS = 4, N_INDUCTION_SEQS = 4, SPEED_REPS = 3 };
+enum { SPEED_REPS = 3 };
 
 /* What every row and column of the text output means: in --help and under it. */
 static const char legend[] =
@@ -93,277 +91,20 @@ static void help(FILE *f) {
 
 /* ---- one model --------------------------------------------------------------- */
 
-typedef struct quality {
-    size_t tokens, bytes;
-    double nats;
-    double bucket_nats[N_BUCKETS];
-    size_t bucket_n[N_BUCKETS];
-} quality;
-
-typedef struct speed {
-    double prefill_tps, decode_tps;
-    double prefill_attn_share, decode_attn_share;
-} speed;
-
 typedef struct side {
     const char *path;
-    char name[8];          /* "A" or "B" */
+    char name[8];            /* "A" or "B" */
     run_ctx rc;
     const tg_gpt2_config *cfg;
     size_t n_params;
-    int *ids;              /* the text, tokenized by this model */
+    int *ids;                /* the text, tokenized by this model */
     size_t n_ids;
-    quality q;
-    speed sp;
-    tg_head_stats *heads;  /* [L*H] */
-    double base_loss;      /* on the head-metric subset */
-    double *ablate;        /* [L*H]: loss with that head zeroed */
-    double *only;          /* [L*H]: loss keeping only that head in its layer */
-    pthread_mutex_t mu;
+    tg_text_quality q;       /* part 2 */
+    tg_speed sp;             /* part 3 */
+    tg_head_analysis ha;     /* parts 4 and 5 */
 } side;
 
-/* Window-position buckets [b[i], b[i+1]) over positions 1..N-1. */
-static void buckets(int N, int b[N_BUCKETS + 1]) {
-    b[0] = 1;
-    b[1] = N / 8 > 2 ? N / 8 : 2;
-    b[2] = N / 4 > b[1] + 1 ? N / 4 : b[1] + 1;
-    b[3] = N / 2 > b[2] + 1 ? N / 2 : b[2] + 1;
-    b[4] = N;
-    for (int i = 1; i <= N_BUCKETS; i++)
-        if (b[i] > N) b[i] = N;
-}
-
-/* Runs ids[n] in windows of N tokens (at most `limit` tokens scored) and
- * calls fn for every scored position with the logits that predict it. */
-typedef void (*score_fn)(void *user, const float *logits, int target, int wpos, size_t idx);
-
-static tg_status scan(side *s, const int *ids, size_t n_ids, int N, size_t limit, score_fn fn,
-                      void *user, float *logits, tg_err *err) {
-    size_t scored = 0;
-    for (size_t w0 = 0; w0 < n_ids && scored < limit; w0 += (size_t)N) {
-        int n = n_ids - w0 < (size_t)N ? (int)(n_ids - w0) : N;
-        if (n < 2) break;
-        if ((size_t)(n - 1) > limit - scored) n = (int)(limit - scored) + 1;
-        for (int c0 = 0; c0 < n - 1; c0 += CHUNK) {
-            int T = n - 1 - c0 < CHUNK ? n - 1 - c0 : CHUNK;
-            tg_status st = tg_gpt_forward(s->rc.gpt, ids + w0 + c0, T, c0, logits, 1, err);
-            if (st) return st;
-            for (int t = 0; t < T; t++)
-                fn(user, logits + (size_t)t * s->cfg->n_vocab, ids[w0 + c0 + t + 1], c0 + t + 1,
-                   w0 + c0 + t + 1);
-        }
-        scored += (size_t)(n - 1);
-    }
-    return TG_OK;
-}
-
-typedef struct quality_acc {
-    side *s;
-    int b[N_BUCKETS + 1];
-} quality_acc;
-
-static void quality_fn(void *user, const float *logits, int target, int wpos, size_t idx) {
-    (void)idx;
-    quality_acc *a = user;
-    quality *q = &a->s->q;
-    double nll = tg_nll(logits, a->s->cfg->n_vocab, target);
-    size_t len = 0;
-    tg_tokenizer_piece(a->s->rc.tok, target, &len);
-    q->nats += nll;
-    q->bytes += len;
-    q->tokens++;
-    for (int i = 0; i < N_BUCKETS; i++)
-        if (wpos >= a->b[i] && wpos < a->b[i + 1]) {
-            q->bucket_nats[i] += nll;
-            q->bucket_n[i]++;
-        }
-}
-
-typedef struct loss_acc {
-    const side *s;
-    double nats;
-    size_t n;
-} loss_acc;
-
-static void loss_fn(void *user, const float *logits, int target, int wpos, size_t idx) {
-    (void)wpos, (void)idx;
-    loss_acc *a = user;
-    a->nats += tg_nll(logits, a->s->cfg->n_vocab, target);
-    a->n++;
-}
-
-/* Mean loss over the first `limit` scored tokens, with the head mask set. */
-static tg_status subset_loss(side *s, int N, size_t limit, const uint8_t *mask, float *logits,
-                             double *out, tg_err *err) {
-    tg_status st = tg_gpt_set_head_mask(s->rc.gpt, mask, err);
-    if (st) return st;
-    loss_acc a = {s, 0, 0};
-    st = scan(s, s->ids, s->n_ids, N, limit, loss_fn, &a, logits, err);
-    tg_gpt_set_head_mask(s->rc.gpt, NULL, err);
-    *out = a.n ? a.nats / (double)a.n : 0.0;
-    return st;
-}
-
-/* Probe callbacks run on worker threads; one head's queries may be split
- * over threads, so the shared accumulators take a lock. */
-static void stats_attn(void *user, int l, int h, int qpos, const float *p, int n_pos) {
-    side *s = user;
-    pthread_mutex_lock(&s->mu);
-    tg_head_stats_add(&s->heads[l * s->cfg->n_head + h], p, n_pos, qpos);
-    pthread_mutex_unlock(&s->mu);
-}
-
-typedef struct induction_ctx {
-    side *s;
-    int block;
-} induction_ctx;
-
-static void induction_attn(void *user, int l, int h, int qpos, const float *p, int n_pos) {
-    (void)n_pos;
-    induction_ctx *ic = user;
-    pthread_mutex_lock(&ic->s->mu);
-    tg_head_stats_add_induction(&ic->s->heads[l * ic->s->cfg->n_head + h], p, qpos, ic->block);
-    pthread_mutex_unlock(&ic->s->mu);
-}
-
-static uint64_t splitmix(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Part 4: attention statistics on the text, induction on R R sequences,
- * and the loss with each head zeroed. Part 5: the loss keeping one head. */
-static tg_status analyse_heads(side *s, int N, size_t limit, uint64_t seed, float *logits,
-                               tg_err *err) {
-    int L = s->cfg->n_layer, H = s->cfg->n_head;
-    size_t LH = (size_t)L * H;
-    s->heads = calloc(LH, sizeof *s->heads);
-    s->ablate = calloc(LH, sizeof *s->ablate);
-    s->only = calloc(LH, sizeof *s->only);
-    uint8_t *mask = malloc(LH);
-    int *seq = malloc((size_t)N * sizeof *seq);
-    if (!s->heads || !s->ablate || !s->only || !mask || !seq) {
-        free(mask);
-        free(seq);
-        return tg_fail(err, TG_ERR_NOMEM, "compare: out of memory");
-    }
-    tg_status st;
-    tg_probe probe = {.user = s, .attn = stats_attn};
-    tg_gpt_set_probe(s->rc.gpt, &probe);
-    loss_acc base = {s, 0, 0};
-    st = scan(s, s->ids, s->n_ids, N, limit, loss_fn, &base, logits, err);
-    tg_gpt_set_probe(s->rc.gpt, NULL);
-    if (st) goto done;
-    s->base_loss = base.n ? base.nats / (double)base.n : 0.0;
-
-    /* Induction: a random block of tokens repeated; ordinary tokens only. */
-    int block = N / 2 < 64 ? N / 2 : 64, nt = tg_tokenizer_n_vocab(s->rc.tok);
-    induction_ctx ic = {s, block};
-    tg_probe iprobe = {.user = &ic, .attn = induction_attn};
-    uint64_t rng = seed;
-    for (int r = 0; r < N_INDUCTION_SEQS && block >= 2; r++) {
-        for (int i = 0; i < block; i++) {
-            int id;
-            do id = (int)(splitmix(&rng) % (uint64_t)nt);
-            while (tg_tokenizer_is_special(s->rc.tok, id));
-            seq[i] = seq[block + i] = id;
-        }
-        tg_gpt_set_probe(s->rc.gpt, &iprobe);
-        st = tg_gpt_forward(s->rc.gpt, seq, 2 * block, 0, logits, 0, err);
-        tg_gpt_set_probe(s->rc.gpt, NULL);
-        if (st) goto done;
-    }
-    for (size_t i = 0; i < LH; i++) tg_head_stats_finish(&s->heads[i]);
-
-    for (size_t i = 0; i < LH; i++) {
-        memset(mask, 1, LH);
-        mask[i] = 0;
-        if ((st = subset_loss(s, N, limit, mask, logits, &s->ablate[i], err))) goto done;
-    }
-    for (int l = 0; l < L && H > 1; l++)
-        for (int h = 0; h < H; h++) {
-            memset(mask, 1, LH);
-            memset(mask + (size_t)l * H, 0, (size_t)H);
-            mask[(size_t)l * H + h] = 1;
-            if ((st = subset_loss(s, N, limit, mask, logits, &s->only[(size_t)l * H + h], err)))
-                goto done;
-        }
-done:
-    free(mask);
-    free(seq);
-    return st;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Part 3: prefill N tokens and decode N steps (medians of SPEED_REPS), and
- * attention's share of each phase from profiled runs (median of SPEED_REPS). */
-static tg_status measure_speed(side *s, int N, float *logits, tg_err *err) {
-    const int *ids = s->ids;
-    if (s->n_ids < (size_t)N) N = (int)s->n_ids;
-    double pre[SPEED_REPS], dec[SPEED_REPS];
-    tg_status st;
-    for (int r = 0; r < SPEED_REPS; r++) {
-        double t0 = run_now();
-        if ((st = tg_gpt_forward(s->rc.gpt, ids, N, 0, logits, 0, err))) return st;
-        double t1 = run_now();
-        for (int t = 0; t < N; t++)
-            if ((st = tg_gpt_forward(s->rc.gpt, ids + t, 1, t, logits, 0, err))) return st;
-        double t2 = run_now();
-        pre[r] = N / (t1 - t0);
-        dec[r] = N / (t2 - t1);
-    }
-    qsort(pre, SPEED_REPS, sizeof *pre, cmp_double);
-    qsort(dec, SPEED_REPS, sizeof *dec, cmp_double);
-    s->sp.prefill_tps = pre[SPEED_REPS / 2];
-    s->sp.decode_tps = dec[SPEED_REPS / 2];
-
-    tg_gpt *g = s->rc.gpt;
-    double share[TG_PHASE_COUNT][SPEED_REPS];
-    for (int r = 0; r < SPEED_REPS; r++) {
-        tg_profiler *p;
-        if ((st = tg_profiler_create(&p, s->cfg, tg_pool_size(tg_gpt_pool(g)), tg_gpt_pool(g), 0,
-                                     0, err)))
-            return st;
-        tg_gpt_set_probe(g, tg_profiler_probe(p));
-        tg_profiler_step_begin(p);
-        st = tg_gpt_forward(g, ids, N, 0, logits, 0, err);
-        if (!st) st = tg_profiler_step_end(p, TG_PHASE_PREFILL, N, 0, 1, 0, err);
-        for (int t = 0; t < N && !st; t++) {
-            tg_profiler_step_begin(p);
-            st = tg_gpt_forward(g, ids + t, 1, t, logits, 0, err);
-            if (!st) st = tg_profiler_step_end(p, TG_PHASE_DECODE, 1, t, 1, 0, err);
-        }
-        tg_gpt_set_probe(g, NULL);
-        const tg_op attn_ops[] = {TG_OP_ATTN_SCORES, TG_OP_ATTN_SOFTMAX, TG_OP_ATTN_MIX};
-        for (int ph = 0; ph < TG_PHASE_COUNT && !st; ph++) {
-            double attn = 0.0;
-            for (size_t i = 0; i < sizeof attn_ops / sizeof attn_ops[0]; i++)
-                attn += tg_profiler_stat(p, (tg_phase)ph, attn_ops[i], TG_PROF_ALL, TG_PROF_ALL).ns;
-            tg_prof_phase info = tg_profiler_phase(p, (tg_phase)ph);
-            share[ph][r] = info.op_ns > 0 ? attn / info.op_ns : 0.0;
-        }
-        tg_profiler_free(p);
-        if (st) return st;
-    }
-    /* medians: one profiled run is at the mercy of a busy machine */
-    for (int ph = 0; ph < TG_PHASE_COUNT; ph++) qsort(share[ph], SPEED_REPS, sizeof(double), cmp_double);
-    s->sp.prefill_attn_share = share[TG_PHASE_PREFILL][SPEED_REPS / 2];
-    s->sp.decode_attn_share = share[TG_PHASE_DECODE][SPEED_REPS / 2];
-    return TG_OK;
-}
-
 /* ---- both models -------------------------------------------------------------- */
-
-typedef struct agreement {
-    size_t n, top1;
-    double kl;
-} agreement;
 
 /* Same vocabulary: the same token strings in the same order. */
 static int same_vocab(const tg_vocab *a, const tg_vocab *b) {
@@ -373,38 +114,10 @@ static int same_vocab(const tg_vocab *a, const tg_vocab *b) {
     return 1;
 }
 
-/* Part 6: both models over the same windows, chunk by chunk. */
-static tg_status agree(side *a, side *b, int N, float *la, float *lb, agreement *out,
-                       tg_err *err) {
-    memset(out, 0, sizeof *out);
-    int V = a->cfg->n_vocab < b->cfg->n_vocab ? a->cfg->n_vocab : b->cfg->n_vocab;
-    const int *ids = a->ids;
-    for (size_t w0 = 0; w0 < a->n_ids; w0 += (size_t)N) {
-        int n = a->n_ids - w0 < (size_t)N ? (int)(a->n_ids - w0) : N;
-        if (n < 2) break;
-        for (int c0 = 0; c0 < n - 1; c0 += CHUNK) {
-            int T = n - 1 - c0 < CHUNK ? n - 1 - c0 : CHUNK;
-            tg_status st = tg_gpt_forward(a->rc.gpt, ids + w0 + c0, T, c0, la, 1, err);
-            if (!st) st = tg_gpt_forward(b->rc.gpt, ids + w0 + c0, T, c0, lb, 1, err);
-            if (st) return st;
-            for (int t = 0; t < T; t++) {
-                const float *ra = la + (size_t)t * a->cfg->n_vocab,
-                            *rb = lb + (size_t)t * b->cfg->n_vocab;
-                out->top1 += tg_argmax(ra, V) == tg_argmax(rb, V);
-                out->kl += tg_kl(ra, rb, V);
-                out->n++;
-            }
-        }
-    }
-    return TG_OK;
-}
-
 /* ---- output -------------------------------------------------------------------- */
 
-static double safe_div(double a, double b) { return b > 0 ? a / b : NAN; }
-
-static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_agree,
-                       const agreement *ag, size_t head_tokens) {
+static void print_text(side *sd[2], int N, int do_agree, const tg_agreement *ag,
+                       size_t head_tokens) {
     printf("== 1. configuration\n%-22s %14s %14s\n", "", "A", "B");
     const char *rows[] = {"layers", "heads", "head size", "width", "context", "vocab", "parameters"};
     for (int r = 0; r < 7; r++) {
@@ -423,31 +136,24 @@ static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
 
     printf("\n== 2. quality on the text (windows of %d tokens)\n%-22s %14s %14s\n", N, "", "A", "B");
     printf("%-22s %14zu %14zu\n", "tokens scored", sd[0]->q.tokens, sd[1]->q.tokens);
-    double npt[2], npb[2];
-    for (int i = 0; i < 2; i++) {
-        npt[i] = safe_div(sd[i]->q.nats, (double)sd[i]->q.tokens);
-        npb[i] = safe_div(sd[i]->q.nats, (double)sd[i]->q.bytes);
-    }
-    printf("%-22s %14.4f %14.4f\n", "nats/token", npt[0], npt[1]);
-    printf("%-22s %14.3f %14.3f\n", "perplexity", exp(npt[0]), exp(npt[1]));
-    printf("%-22s %14.4f %14.4f\n", "nats/byte", npb[0], npb[1]);
-    for (int k = 0; k < N_BUCKETS; k++) {
+    printf("%-22s %14.4f %14.4f\n", "nats/token", sd[0]->q.nats_per_token, sd[1]->q.nats_per_token);
+    printf("%-22s %14.3f %14.3f\n", "perplexity", sd[0]->q.perplexity, sd[1]->q.perplexity);
+    printf("%-22s %14.4f %14.4f\n", "nats/byte", sd[0]->q.nats_per_byte, sd[1]->q.nats_per_byte);
+    for (int k = 0; k < TG_LOSS_BUCKETS; k++) {
         char label[48];
-        snprintf(label, sizeof label, "loss @ pos %d-%d", b[k], b[k + 1] - 1);
+        const tg_loss_bucket *bk = &sd[0]->q.by_position[k];
+        snprintf(label, sizeof label, "loss @ pos %d-%d", bk->from, bk->to);
         printf("%-22s", label);
-        for (int i = 0; i < 2; i++)
-            printf(" %14.4f", safe_div(sd[i]->q.bucket_nats[k], (double)sd[i]->q.bucket_n[k]));
+        for (int i = 0; i < 2; i++) printf(" %14.4f", sd[i]->q.by_position[k].nats_per_token);
         printf("\n");
     }
     printf("%-22s", "in-context score");
-    for (int i = 0; i < 2; i++)
-        printf(" %14.4f", safe_div(sd[i]->q.bucket_nats[3], (double)sd[i]->q.bucket_n[3]) -
-                              safe_div(sd[i]->q.bucket_nats[0], (double)sd[i]->q.bucket_n[0]));
+    for (int i = 0; i < 2; i++) printf(" %14.4f", sd[i]->q.in_context_score);
     printf("\n  (late-window loss minus early-window loss: negative = the context helps)\n");
 
     printf("\n== 3. speed at context %d\n%-22s %14s %14s\n", N, "", "A", "B");
-    printf("%-22s %14.0f %14.0f\n", "prefill tok/s", sd[0]->sp.prefill_tps, sd[1]->sp.prefill_tps);
-    printf("%-22s %14.0f %14.0f\n", "decode tok/s", sd[0]->sp.decode_tps, sd[1]->sp.decode_tps);
+    printf("%-22s %14.0f %14.0f\n", "prefill tok/s", sd[0]->sp.prefill_tok_s, sd[1]->sp.prefill_tok_s);
+    printf("%-22s %14.0f %14.0f\n", "decode tok/s", sd[0]->sp.decode_tok_s, sd[1]->sp.decode_tok_s);
     printf("%-22s %13.1f%% %13.1f%%\n", "attention, prefill", 100 * sd[0]->sp.prefill_attn_share,
            100 * sd[1]->sp.prefill_attn_share);
     printf("%-22s %13.1f%% %13.1f%%\n", "attention, decode", 100 * sd[0]->sp.decode_attn_share,
@@ -457,15 +163,16 @@ static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
            head_tokens);
     for (int i = 0; i < 2; i++) {
         side *s = sd[i];
-        printf("%s: baseline loss %.4f\n", s->name, s->base_loss);
+        printf("%s: baseline loss %.4f\n", s->name, s->ha.baseline_loss);
         printf("  %5s %4s %8s %8s %8s %8s %8s %8s  %s\n", "layer", "head", "entropy", "conf",
                "sink", "prev", "induct", "Δloss", "class");
         for (int l = 0; l < s->cfg->n_layer; l++)
             for (int h = 0; h < s->cfg->n_head; h++) {
-                const tg_head_stats *hs = &s->heads[l * s->cfg->n_head + h];
+                const tg_head_result *r = &s->ha.heads[l * s->cfg->n_head + h];
+                const tg_head_stats *hs = &r->stats;
                 printf("  %5d %4d %8.3f %8.3f %8.3f %8.3f %8.3f %+8.4f  %s\n", l, h, hs->entropy,
-                       hs->confidence, hs->sink, hs->prev, hs->induction,
-                       s->ablate[l * s->cfg->n_head + h] - s->base_loss, tg_head_class(hs));
+                       hs->confidence, hs->sink, hs->prev, hs->induction, r->ablation_delta,
+                       r->cls);
             }
     }
 
@@ -479,15 +186,10 @@ static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
         }
         printf("%s: %5s %12s %12s %12s %10s\n", s->name, "layer", "all heads", "best head",
                "random head", "best is");
-        for (int l = 0; l < s->cfg->n_layer; l++) {
-            int best = 0;
-            double mean = 0.0;
-            for (int h = 0; h < H; h++) {
-                mean += s->only[l * H + h] / H;
-                if (s->only[l * H + h] < s->only[l * H + best]) best = h;
-            }
-            printf("   %5d %12.4f %12.4f %12.4f %10d\n", l, s->base_loss, s->only[l * H + best],
-                   mean, best);
+        for (int l = 0; l < s->ha.n_layers; l++) {
+            const tg_layer_result *r = &s->ha.layers[l];
+            printf("   %5d %12.4f %12.4f %12.4f %10d\n", l, r->all_heads_loss, r->best_head_loss,
+                   r->random_head_loss, r->best_head);
         }
     }
     printf("  (random head: the mean over the layer's heads, the expected loss of a random pick)\n");
@@ -497,7 +199,7 @@ static void print_text(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
         printf("skipped (--no-agreement)\n");
     else
         printf("top-1 agreement %.4f   mean KL(A||B) %.5f nats   over %zu positions\n",
-               safe_div((double)ag->top1, (double)ag->n), safe_div(ag->kl, (double)ag->n), ag->n);
+               ag->top1, ag->kl, ag->positions);
     printf("\n%s", legend);
 }
 
@@ -517,8 +219,8 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
-static void print_json(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_agree,
-                       const agreement *ag, size_t head_tokens) {
+static void print_json(side *sd[2], int N, int do_agree, const tg_agreement *ag,
+                       size_t head_tokens) {
     printf("{\"window\": %d, \"head_tokens\": %zu, \"models\": [", N, head_tokens);
     for (int i = 0; i < 2; i++) {
         side *s = sd[i];
@@ -529,33 +231,32 @@ static void print_json(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
         printf(", \"n_layer\": %d, \"n_head\": %d, \"head_size\": %d, \"n_embd\": %d, "
                "\"n_ctx\": %d, \"n_vocab\": %d, \"n_params\": %zu, ",
                c->n_layer, H, c->n_embd / H, c->n_embd, c->n_ctx, c->n_vocab, s->n_params);
-        double npt = safe_div(s->q.nats, (double)s->q.tokens);
         printf("\"quality\": {\"tokens\": %zu, \"bytes\": %zu, ", s->q.tokens, s->q.bytes);
-        jnum("nats_per_token", npt, 1);
-        jnum("perplexity", exp(npt), 1);
-        jnum("nats_per_byte", safe_div(s->q.nats, (double)s->q.bytes), 1);
+        jnum("nats_per_token", s->q.nats_per_token, 1);
+        jnum("perplexity", s->q.perplexity, 1);
+        jnum("nats_per_byte", s->q.nats_per_byte, 1);
         printf("\"by_position\": [");
-        for (int k = 0; k < N_BUCKETS; k++) {
-            printf("%s{\"from\": %d, \"to\": %d, \"tokens\": %zu, ", k ? ", " : "", b[k],
-                   b[k + 1] - 1, s->q.bucket_n[k]);
-            jnum("nats_per_token", safe_div(s->q.bucket_nats[k], (double)s->q.bucket_n[k]), 0);
+        for (int k = 0; k < TG_LOSS_BUCKETS; k++) {
+            const tg_loss_bucket *bk = &s->q.by_position[k];
+            printf("%s{\"from\": %d, \"to\": %d, \"tokens\": %zu, ", k ? ", " : "", bk->from,
+                   bk->to, bk->tokens);
+            jnum("nats_per_token", bk->nats_per_token, 0);
             printf("}");
         }
         printf("], ");
-        jnum("in_context_score",
-             safe_div(s->q.bucket_nats[3], (double)s->q.bucket_n[3]) -
-                 safe_div(s->q.bucket_nats[0], (double)s->q.bucket_n[0]), 0);
+        jnum("in_context_score", s->q.in_context_score, 0);
         printf("}, \"speed\": {");
-        jnum("prefill_tok_s", s->sp.prefill_tps, 1);
-        jnum("decode_tok_s", s->sp.decode_tps, 1);
+        jnum("prefill_tok_s", s->sp.prefill_tok_s, 1);
+        jnum("decode_tok_s", s->sp.decode_tok_s, 1);
         jnum("prefill_attention_share", s->sp.prefill_attn_share, 1);
         jnum("decode_attention_share", s->sp.decode_attn_share, 0);
         printf("}, ");
-        jnum("baseline_loss", s->base_loss, 1);
+        jnum("baseline_loss", s->ha.baseline_loss, 1);
         printf("\"heads\": [");
         for (int l = 0; l < c->n_layer; l++)
             for (int h = 0; h < H; h++) {
-                const tg_head_stats *hs = &s->heads[l * H + h];
+                const tg_head_result *r = &s->ha.heads[l * H + h];
+                const tg_head_stats *hs = &r->stats;
                 printf("%s{\"layer\": %d, \"head\": %d, ", l || h ? ", " : "", l, h);
                 jnum("entropy", hs->entropy, 1);
                 jnum("confidence", hs->confidence, 1);
@@ -563,22 +264,17 @@ static void print_json(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
                 jnum("prev", hs->prev, 1);
                 jnum("local", hs->local, 1);
                 jnum("induction", hs->induction, 1);
-                jnum("ablation_loss", s->ablate[l * H + h], 1);
-                jnum("ablation_delta", s->ablate[l * H + h] - s->base_loss, 1);
-                if (H > 1) jnum("only_head_loss", s->only[l * H + h], 1);
-                printf("\"class\": \"%s\"}", tg_head_class(hs));
+                jnum("ablation_loss", r->ablation_loss, 1);
+                jnum("ablation_delta", r->ablation_delta, 1);
+                if (H > 1) jnum("only_head_loss", r->only_loss, 1);
+                printf("\"class\": \"%s\"}", r->cls);
             }
         printf("], \"layers\": [");
-        for (int l = 0; l < c->n_layer && H > 1; l++) {
-            int best = 0;
-            double mean = 0.0;
-            for (int h = 0; h < H; h++) {
-                mean += s->only[l * H + h] / H;
-                if (s->only[l * H + h] < s->only[l * H + best]) best = h;
-            }
-            printf("%s{\"layer\": %d, \"best_head\": %d, ", l ? ", " : "", l, best);
-            jnum("best_head_loss", s->only[l * H + best], 1);
-            jnum("random_head_loss", mean, 0);
+        for (int l = 0; l < s->ha.n_layers; l++) {
+            const tg_layer_result *r = &s->ha.layers[l];
+            printf("%s{\"layer\": %d, \"best_head\": %d, ", l ? ", " : "", l, r->best_head);
+            jnum("best_head_loss", r->best_head_loss, 1);
+            jnum("random_head_loss", r->random_head_loss, 0);
             printf("}");
         }
         printf("]}");
@@ -588,9 +284,9 @@ static void print_json(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
         printf("null}\n");
         return;
     }
-    printf("{\"positions\": %zu, ", ag->n);
-    jnum("top1", safe_div((double)ag->top1, (double)ag->n), 1);
-    jnum("kl", safe_div(ag->kl, (double)ag->n), 0);
+    printf("{\"positions\": %zu, ", ag->positions);
+    jnum("top1", ag->top1, 1);
+    jnum("kl", ag->kl, 0);
     printf("}}\n");
 }
 
@@ -598,11 +294,8 @@ static void print_json(side *sd[2], int N, const int b[N_BUCKETS + 1], int do_ag
 
 static void side_free(side *s) {
     free(s->ids);
-    free(s->heads);
-    free(s->ablate);
-    free(s->only);
+    tg_head_analysis_free(&s->ha);
     run_close(&s->rc);
-    pthread_mutex_destroy(&s->mu);
 }
 
 static int write_maps(side *s, const char *dir, const char *prompt, tg_err *err) {
@@ -678,11 +371,9 @@ int cmd_compare(int argc, char **argv) {
     side *sd[2] = {&S[0], &S[1]};
     memset(S, 0, sizeof S);
     int code = EXIT_OK;
-    float *la = NULL, *lb = NULL;
     for (int i = 0; i < 2; i++) {
         S[i].path = paths[i];
         snprintf(S[i].name, sizeof S[i].name, "%c", 'A' + i);
-        pthread_mutex_init(&S[i].mu, NULL);
     }
     for (int i = 0; i < 2; i++)
         if ((code = run_open(&S[i].rc, CMD, paths[i], &ro))) goto done;
@@ -700,12 +391,10 @@ int cmd_compare(int argc, char **argv) {
                          paths[0], paths[1]);
         goto done;
     }
-    size_t maxV = 0;
     for (int i = 0; i < 2; i++) {
         side *s = &S[i];
         s->cfg = tg_gpt_config(s->rc.gpt);
         s->n_params = tg_gpt2_n_params(s->cfg, s->rc.model.w.tied);
-        if ((size_t)s->cfg->n_vocab > maxV) maxV = (size_t)s->cfg->n_vocab;
         if (tg_tokenizer_encode(s->rc.tok, text, len, 0, &s->ids, &s->n_ids, &err)) {
             code = cli_error(CMD, "%s: %s", text_path, err.msg);
             goto done;
@@ -716,32 +405,23 @@ int cmd_compare(int argc, char **argv) {
             goto done;
         }
     }
-    la = malloc((size_t)CHUNK * maxV * sizeof *la);
-    lb = malloc((size_t)CHUNK * maxV * sizeof *lb);
-    if (!la || !lb) {
-        code = cli_error(CMD, "out of memory");
-        goto done;
-    }
-    int b[N_BUCKETS + 1];
-    buckets(N, b);
+    tg_head_opts ho = {.window = N, .head_tokens = (size_t)head_tokens, .seed = (uint64_t)seed};
     for (int i = 0; i < 2; i++) {
         side *s = &S[i];
-        quality_acc qa = {s, {0}};
-        memcpy(qa.b, b, sizeof b);
-        if (scan(s, s->ids, s->n_ids, N, SIZE_MAX, quality_fn, &qa, la, &err) ||
-            measure_speed(s, N, la, &err) ||
-            analyse_heads(s, N, (size_t)head_tokens, (uint64_t)seed, la, &err)) {
+        if (tg_text_quality_run(s->rc.gpt, s->rc.tok, s->ids, s->n_ids, N, &s->q, &err) ||
+            tg_speed_run(s->rc.gpt, s->ids, s->n_ids, N, SPEED_REPS, &s->sp, &err) ||
+            tg_head_analyse(s->rc.gpt, s->rc.tok, s->ids, s->n_ids, &ho, &s->ha, &err)) {
             code = cli_error(CMD, "%s: %s", s->path, err.msg);
             goto done;
         }
     }
-    agreement ag = {0};
-    if (do_agree && agree(&S[0], &S[1], N, la, lb, &ag, &err)) {
+    tg_agreement ag = {0};
+    if (do_agree && tg_agreement_run(S[0].rc.gpt, S[1].rc.gpt, S[0].ids, S[0].n_ids, N, &ag, &err)) {
         code = cli_error(CMD, "%s", err.msg);
         goto done;
     }
-    if (json) print_json(sd, N, b, do_agree, &ag, (size_t)head_tokens);
-    else print_text(sd, N, b, do_agree, &ag, (size_t)head_tokens);
+    if (json) print_json(sd, N, do_agree, &ag, (size_t)head_tokens);
+    else print_text(sd, N, do_agree, &ag, (size_t)head_tokens);
     fflush(stdout);
     for (int i = 0; i < 2 && svg; i++)
         if (write_maps(&S[i], svg, prompt, &err)) {
@@ -751,8 +431,6 @@ int cmd_compare(int argc, char **argv) {
     if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
 done:
     for (int i = 0; i < 2; i++) side_free(&S[i]);
-    free(la);
-    free(lb);
     free(text);
     return code;
 }

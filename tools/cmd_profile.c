@@ -7,15 +7,14 @@
  * (engine/roofline.h, measured in the same run). --per-layer and
  * --per-head break rows down; --ctx-sweep times decode at growing context
  * lengths to show attention's quadratic part take over; --trace writes a
- * Chrome/Perfetto trace-event file. */
+ * Chrome/Perfetto trace-event file. The runs and their tables come from
+ * the library (model/measure.h); this file parses, calls and prints. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/roofline.h"
 #include "model/gpt.h"
-#include "model/opcount.h"
-#include "model/profiler.h"
-#include "model/sampler.h"
+#include "model/measure.h"
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
@@ -174,28 +173,8 @@ static int encode_prompt(const tg_gpt2_model *m, const char *text, int **ids, in
 
 /* ---- one row of a table -------------------------------------------------------- */
 
-typedef struct row {
-    const char *op;
-    int layer, head;      /* TG_PROF_ALL, or the index */
-    double calls, ns, pct, flops, bytes, wbytes, kvbytes, abytes;
-    double roof_pct;      /* < 0: not measured */
-} row;
-
-static row make_row(const tg_profiler *p, tg_phase ph, tg_op op, int layer, int head,
-                    double wall_ns, const tg_roofline *roof) {
-    tg_prof_stat st = tg_profiler_stat(p, ph, op, layer, head);
-    row r = {.op = tg_op_name(op), .layer = layer, .head = head, .calls = st.calls, .ns = st.ns};
-    r.pct = wall_ns > 0 ? 100.0 * st.ns / wall_ns : 0;
-    r.flops = st.cost.flops;
-    r.bytes = tg_opcost_bytes(st.cost);
-    r.wbytes = st.cost.weight_bytes;
-    r.kvbytes = st.cost.kv_bytes;
-    r.abytes = st.cost.act_bytes;
-    r.roof_pct = roof && st.ns > 0 ? 100.0 * tg_roofline_time(roof, r.flops, r.wbytes + r.kvbytes) /
-                                         (st.ns * 1e-9)
-                                   : -1;
-    return r;
-}
+/* A row of a phase table: model/measure.h's. */
+typedef tg_profile_row row;
 
 static void print_row_text(FILE *f, const char *label, const row *r) {
     fprintf(f, "%-22s %7.0f %10.3f %7.1f%% %10.2f", label, r->calls, r->ns * 1e-6, r->pct,
@@ -220,7 +199,7 @@ static void print_header_text(FILE *f) {
 }
 
 static void print_row_json(FILE *f, const row *r, int first) {
-    fprintf(f, "%s\n      {\"op\": \"%s\"", first ? "" : ",", r->op);
+    fprintf(f, "%s\n      {\"op\": \"%s\"", first ? "" : ",", r->name);
     if (r->layer != TG_PROF_ALL) fprintf(f, ", \"layer\": %d", r->layer);
     if (r->head != TG_PROF_ALL) fprintf(f, ", \"head\": %d", r->head);
     fprintf(f,
@@ -228,17 +207,17 @@ static void print_row_json(FILE *f, const row *r, int first) {
             "\"flops\": %.17g, \"bytes\": %.17g, \"weight_bytes\": %.17g, \"kv_bytes\": %.17g, "
             "\"act_bytes\": %.17g, \"gflops\": %s, \"gbs\": %s, \"roofline_pct\": ",
             r->calls, r->ns * 1e-6, CLI_JNUM("%.4f", r->pct),
-            r->calls > 0 ? r->ns * 1e-3 / r->calls : 0.0, r->flops, r->bytes, r->wbytes,
-            r->kvbytes, r->abytes, CLI_JNUM("%.6g", r->ns > 0 ? r->flops / r->ns : 0.0),
+            r->calls > 0 ? r->ns * 1e-3 / r->calls : 0.0, r->flops, r->bytes, r->weight_bytes,
+            r->kv_bytes, r->act_bytes, CLI_JNUM("%.6g", r->ns > 0 ? r->flops / r->ns : 0.0),
             CLI_JNUM("%.6g", r->ns > 0 ? r->bytes / r->ns : 0.0));
     if (r->roof_pct >= 0)
-        fprintf(f, "%s}", CLI_JNUM("%.4f", r->roof_pct));
+        fprintf(f, "%s}", CLI_JNUM("%.6g", r->roof_pct)); /* %g: the sampler's share can be < 1e-4 % */
     else
         fprintf(f, "null}");
 }
 
 static void print_row_csv(FILE *f, const char *phase, const row *r) {
-    fprintf(f, "%s,%s,", phase, r->op);
+    fprintf(f, "%s,%s,", phase, r->name);
     if (r->layer == TG_PROF_ALL) fprintf(f, "all,");
     else fprintf(f, "%d,", r->layer);
     if (r->head == TG_PROF_ALL) fprintf(f, "all,");
@@ -255,7 +234,7 @@ static void print_row_csv(FILE *f, const char *phase, const row *r) {
 typedef struct report {
     const profile_args *a;
     const tg_gpt2_config *cfg;
-    const tg_profiler *p;
+    const tg_profile *prof;   /* the run's tables (NULL for --ctx-sweep) */
     const tg_roofline *roof;  /* NULL: not measured */
     const char *model_path;
     const char *isa;
@@ -268,25 +247,10 @@ typedef struct report {
 typedef void (*row_fn)(void *ctx, int kind, const row *r);
 
 static void phase_rows(const report *rp, tg_phase ph, row_fn fn, void *ctx) {
-    tg_prof_phase st = tg_profiler_phase(rp->p, ph);
-    for (int op = 0; op < TG_OP_COUNT; op++) {
-        row r = make_row(rp->p, ph, (tg_op)op, TG_PROF_ALL, TG_PROF_ALL, st.wall_ns, rp->roof);
-        fn(ctx, 0, &r);
-    }
-    if (rp->a->per_layer)
-        for (int l = 0; l < rp->cfg->n_layer; l++)
-            for (int op = 0; op < TG_OP_COUNT; op++) {
-                if (!tg_op_in_block((tg_op)op)) continue;
-                row r = make_row(rp->p, ph, (tg_op)op, l, TG_PROF_ALL, st.wall_ns, rp->roof);
-                fn(ctx, 1, &r);
-            }
-    if (rp->a->per_head && tg_profiler_has_heads(rp->p, ph))
-        for (int h = 0; h < rp->cfg->n_head; h++)
-            for (int op = 0; op < TG_OP_COUNT; op++) {
-                if (!tg_op_per_head((tg_op)op)) continue;
-                row r = make_row(rp->p, ph, (tg_op)op, TG_PROF_ALL, h, st.wall_ns, rp->roof);
-                fn(ctx, 2, &r);
-            }
+    const tg_profile_phase *pp = &rp->prof->phase[ph];
+    for (int i = 0; i < TG_OP_COUNT; i++) fn(ctx, 0, &pp->ops[i]);
+    for (int i = 0; i < pp->n_layers; i++) fn(ctx, 1, &pp->layers[i]);
+    for (int i = 0; i < pp->n_heads; i++) fn(ctx, 2, &pp->heads[i]);
 }
 
 typedef struct text_ctx {
@@ -303,17 +267,18 @@ static void text_row(void *ctx, int kind, const row *r) {
         t->last_kind = kind;
     }
     if (kind == 0)
-        snprintf(label, sizeof label, "%s", r->op);
+        snprintf(label, sizeof label, "%s", r->name);
     else if (kind == 1)
-        snprintf(label, sizeof label, "L%-3d %s", r->layer, r->op);
+        snprintf(label, sizeof label, "L%-3d %s", r->layer, r->name);
     else
-        snprintf(label, sizeof label, "h%-3d %s", r->head, r->op);
+        snprintf(label, sizeof label, "h%-3d %s", r->head, r->name);
     print_row_text(t->f, label, r);
 }
 
 static void print_phase_text(const report *rp, tg_phase ph, FILE *f) {
-    tg_prof_phase st = tg_profiler_phase(rp->p, ph);
-    if (!st.steps) return;
+    if (!rp->prof->has_phase[ph]) return;
+    const tg_profile_phase *pp = &rp->prof->phase[ph];
+    tg_prof_phase st = pp->info;
     fprintf(f, "\n%s: %ld token%s in %d step%s, %.3f ms (%.1f tok/s); the caller thread had a CPU "
                "%.0f%% of that time\n",
             tg_phase_name(ph), st.tokens, st.tokens == 1 ? "" : "s", st.steps,
@@ -326,19 +291,8 @@ static void print_phase_text(const report *rp, tg_phase ph, FILE *f) {
     if (t.last_kind) fprintf(f, "\n");
     /* The whole phase: the op rows plus the time no op was running: glue
      * between kernels, the probe's own clock reads, dispatch, wake-ups. */
-    row out = {.op = "(outside ops)", .ns = st.wall_ns - st.op_ns, .roof_pct = -1};
-    out.pct = st.wall_ns > 0 ? 100.0 * out.ns / st.wall_ns : 0;
-    print_row_text(f, out.op, &out);
-    tg_opcost all = {0};
-    for (int op = 0; op < TG_OP_COUNT; op++)
-        all = tg_opcost_add(all, tg_profiler_stat(rp->p, ph, (tg_op)op, TG_PROF_ALL, TG_PROF_ALL).cost);
-    row tot = {.op = "total", .ns = st.wall_ns, .pct = 100, .flops = all.flops,
-               .bytes = tg_opcost_bytes(all), .calls = st.steps};
-    tot.roof_pct = rp->roof && st.wall_ns > 0
-                       ? 100.0 * tg_roofline_time(rp->roof, tot.flops, all.weight_bytes + all.kv_bytes) /
-                             (st.wall_ns * 1e-9)
-                       : -1;
-    print_row_text(f, "total (per step)", &tot);
+    print_row_text(f, pp->outside.name, &pp->outside);
+    print_row_text(f, "total (per step)", &pp->total);
     fprintf(f, "barrier wait (caller thread): %.3f ms (%.1f%%); probed time per thread "
                "(workers time attention only):",
             st.wait_ns * 1e-6, st.wall_ns > 0 ? 100 * st.wait_ns / st.wall_ns : 0.0);
@@ -360,7 +314,7 @@ static void json_row(void *ctx, int kind, const row *r) {
 }
 
 static void print_phase_json(const report *rp, tg_phase ph, FILE *f, int first) {
-    tg_prof_phase st = tg_profiler_phase(rp->p, ph);
+    tg_prof_phase st = rp->prof->phase[ph].info;
     fprintf(f,
             "%s\n    {\"phase\": \"%s\", \"steps\": %d, \"tokens\": %ld, \"wall_ms\": %.6f, "
             "\"op_ms\": %.6f, \"outside_ms\": %.6f, \"barrier_wait_ms\": %.6f, "
@@ -430,8 +384,8 @@ static int write_trace(const report *rp, const char *path) {
     FILE *f = o.f;
     size_t n_ev, n_steps;
     int truncated;
-    const tg_prof_event *ev = tg_profiler_events(rp->p, &n_ev, &truncated);
-    const tg_prof_step *steps = tg_profiler_steps(rp->p, &n_steps);
+    const tg_prof_event *ev = tg_profiler_events(rp->prof->profiler, &n_ev, &truncated);
+    const tg_prof_step *steps = tg_profiler_steps(rp->prof->profiler, &n_steps);
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"model\": ");
     perf_json_str(f, rp->model_path);
     fprintf(f, ", \"isa\": \"%s\", \"truncated\": %s},\n\"traceEvents\": [\n", rp->isa,
@@ -461,137 +415,13 @@ static int write_trace(const report *rp, const char *path) {
     return EXIT_OK;
 }
 
-/* ---- runs --------------------------------------------------------------------------- */
-
-/* The prefill of prompt[n_prompt], then a->gen decode steps (each feeds the
- * token sampled last, at positions n_prompt .. n_prompt + gen - 1); every
- * step ends with a timed sample. */
-static int run_generation(tg_gpt *g, tg_profiler *p, const profile_args *a, const int *prompt,
-                          int n_prompt, float *logits) {
-    const tg_gpt2_config *c = tg_gpt_config(g);
-    tg_err err;
-    tg_sampler_params sp = tg_sampler_defaults();
-    sp.seed = (uint64_t)a->seed;
-    tg_sampler *s;
-    if (tg_sampler_create(&s, &sp, c->n_vocab, &err)) return cli_error(CMD, "%s", err.msg);
-    const tg_probe *pr = tg_profiler_probe(p);
-    int rc = EXIT_OK, tok = 0;
-    for (int step = 0; step <= a->gen; step++) {
-        int pos = step == 0 ? 0 : n_prompt + step - 1;
-        int T = step == 0 ? n_prompt : 1;
-        const int *in = step == 0 ? prompt : &tok;
-        tg_profiler_step_begin(p);
-        if (tg_gpt_forward(g, in, T, pos, logits, 0, &err)) {
-            rc = cli_error(CMD, "%s", err.msg);
-            break;
-        }
-        pr->op_begin(pr->user, TG_OP_SAMPLE, -1, -1, 0);
-        tok = tg_sampler_sample(s, logits);
-        pr->op_end(pr->user, TG_OP_SAMPLE, -1, -1, 0);
-        if (tok < 0) {
-            rc = cli_error(CMD, "no logit is a number above -inf: nothing to sample");
-            break;
-        }
-        tg_sampler_accept(s, tok);
-        if (tg_profiler_step_end(p, step == 0 ? TG_PHASE_PREFILL : TG_PHASE_DECODE, T, pos, 1, 1,
-                                 &err)) {
-            rc = cli_error(CMD, "%s", err.msg);
-            break;
-        }
-    }
-    tg_sampler_free(s);
-    return rc;
-}
-
 /* ---- context sweep ---------------------------------------------------------------- */
 
-typedef struct sweep_row {
-    int ctx, steps;
-    double step_us, attn_us, part_us[3], attn_pct, us_per_head, attn_gflops, attn_roof_pct;
-} sweep_row;
-
-static int cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-/* Median of x[n] (sorts x). */
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+typedef tg_sweep_row sweep_row;
 
 static int cmp_long(const void *x, const void *y) {
     long a = *(const long *)x, b = *(const long *)y;
     return (a > b) - (a < b);
-}
-
-/* Decode steps at each context length c (the cache holding c positions):
- * the prefill up to c runs unprofiled, then sweep_steps decode steps at
- * position c are profiled (each rewrites the same cache slot). */
-static int run_sweep(tg_gpt *g, tg_profiler *p, const profile_args *a, const tg_roofline *roof,
-                     sweep_row *rows, float *logits) {
-    const tg_gpt2_config *c = tg_gpt_config(g);
-    long max_c = a->sweep[a->n_sweep - 1];
-    int *tokens = malloc((size_t)(max_c + 1) * sizeof *tokens);
-    if (!tokens) return cli_error(CMD, "out of memory");
-    perf_tokens(tokens, (int)max_c + 1, c->n_vocab, (uint64_t)a->seed);
-    static const tg_op attn_ops[3] = {TG_OP_ATTN_SCORES, TG_OP_ATTN_SOFTMAX, TG_OP_ATTN_MIX};
-    tg_err err;
-    int done = 0, rc = EXIT_OK;
-    for (int i = 0; i < a->n_sweep && rc == EXIT_OK; i++) {
-        int ctx = (int)a->sweep[i];
-        tg_gpt_set_probe(g, NULL);
-        if (ctx > done && tg_gpt_forward(g, tokens + done, ctx - done, done, logits, 0, &err)) {
-            rc = cli_error(CMD, "%s", err.msg);
-            break;
-        }
-        done = ctx;
-        tg_gpt_set_probe(g, tg_profiler_probe(p));
-        /* Each step on its own, then the median step: one preempted step on
-         * a busy machine must not move the row. */
-        int n = (int)a->sweep_steps;
-        double *st_ns = calloc((size_t)n * 5, sizeof *st_ns);
-        if (!st_ns) {
-            rc = cli_error(CMD, "out of memory");
-            break;
-        }
-        double *attn_ns = st_ns + n, *part_ns[3] = {st_ns + 2 * n, st_ns + 3 * n, st_ns + 4 * n};
-        tg_opcost cost = {0};
-        for (int s = 0; s < n && rc == EXIT_OK; s++) {
-            tg_profiler_reset(p);
-            tg_profiler_step_begin(p);
-            if (tg_gpt_forward(g, tokens + ctx, 1, ctx, logits, 0, &err) ||
-                tg_profiler_step_end(p, TG_PHASE_DECODE, 1, ctx, 1, 0, &err)) {
-                rc = cli_error(CMD, "%s", err.msg);
-                break;
-            }
-            st_ns[s] = tg_profiler_phase(p, TG_PHASE_DECODE).wall_ns;
-            cost = (tg_opcost){0};
-            for (int k = 0; k < 3; k++) {
-                tg_prof_stat ps =
-                    tg_profiler_stat(p, TG_PHASE_DECODE, attn_ops[k], TG_PROF_ALL, TG_PROF_ALL);
-                part_ns[k][s] = ps.ns;
-                attn_ns[s] += ps.ns;
-                cost = tg_opcost_add(cost, ps.cost);
-            }
-        }
-        sweep_row *r = &rows[i];
-        *r = (sweep_row){.ctx = ctx, .steps = n};
-        double attn = median(attn_ns, n), step = median(st_ns, n);
-        for (int k = 0; k < 3; k++) r->part_us[k] = median(part_ns[k], n) * 1e-3;
-        free(st_ns);
-        r->step_us = step * 1e-3;
-        r->attn_us = attn * 1e-3;
-        r->attn_pct = step > 0 ? 100 * attn / step : 0;
-        r->us_per_head = r->attn_us / (c->n_layer * c->n_head);
-        r->attn_gflops = attn > 0 ? cost.flops / attn : 0;
-        r->attn_roof_pct = roof && attn > 0
-                               ? 100 * tg_roofline_time(roof, cost.flops, cost.kv_bytes) / (attn * 1e-9)
-                               : -1;
-    }
-    free(tokens);
-    return rc;
 }
 
 static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f) {
@@ -702,27 +532,23 @@ int cmd_profile(int argc, char **argv) {
 
     tg_gpt_opts opts = {.n_threads = (int)a.threads, .isa = tg_isa_name(isa), .n_ctx = 0};
     tg_gpt *g = NULL;
-    tg_profiler *p = NULL;
-    float *logits = NULL;
+    tg_profile prof = {0};
     sweep_row *sweep = NULL;
+    int *ctxs = NULL;
     tg_roofline roof;
     const tg_roofline *roofp = NULL;
     if (tg_gpt_create(&g, &m, &opts, &err)) {
         rc = cli_error(CMD, "%s", err.msg);
         goto done;
     }
-    if (tg_profiler_create(&p, c, (int)a.threads, tg_gpt_pool(g), a.trace != NULL, 0, &err)) {
-        rc = cli_error(CMD, "%s", err.msg);
-        goto done;
-    }
-    logits = malloc((size_t)c->n_vocab * sizeof *logits);
     int n_prompt = a.n_sweep ? 1 : (int)a.prompt_tokens;
     if (!prompt) {
         if ((prompt = malloc((size_t)n_prompt * sizeof *prompt)))
-            perf_tokens(prompt, n_prompt, c->n_vocab, (uint64_t)a.seed);
+            tg_random_tokens(prompt, n_prompt, c->n_vocab, (uint64_t)a.seed);
     }
     sweep = calloc(MAX_SWEEP, sizeof *sweep);
-    if (!logits || !prompt || !sweep) {
+    ctxs = calloc(MAX_SWEEP, sizeof *ctxs);
+    if (!prompt || !sweep || !ctxs) {
         rc = cli_error(CMD, "out of memory");
         goto done;
     }
@@ -731,29 +557,32 @@ int cmd_profile(int argc, char **argv) {
         roofp = &roof;
     }
     char note[256];
-    report rp = {&a, c, p, roofp, m.path ? m.path : "model", tg_isa_name(isa), (int)a.threads,
+    report rp = {&a, c, &prof, roofp, m.path ? m.path : "model", tg_isa_name(isa), (int)a.threads,
                  perf_cache_note(&m, note, sizeof note)};
 
     if (a.n_sweep) {
-        if ((rc = run_sweep(g, p, &a, roofp, sweep, logits))) goto done;
-        print_sweep(&rp, sweep, a.n_sweep, stdout);
-    } else {
-        /* Warm-up, unprofiled: pages of the weights, caches, the pool. */
-        if (tg_gpt_forward(g, prompt, n_prompt, 0, logits, 0, &err) ||
-            tg_gpt_forward(g, prompt, 1, n_prompt, logits, 0, &err)) {
+        for (int i = 0; i < a.n_sweep; i++) ctxs[i] = (int)a.sweep[i];
+        if (tg_profile_sweep(g, ctxs, a.n_sweep, (int)a.sweep_steps, (uint64_t)a.seed, roofp, sweep,
+                             &err)) {
             rc = cli_error(CMD, "%s", err.msg);
             goto done;
         }
-        tg_gpt_set_probe(g, tg_profiler_probe(p));
-        for (long r = 0; r < a.reps; r++)
-            if ((rc = run_generation(g, p, &a, prompt, n_prompt, logits))) goto done;
-        tg_gpt_set_probe(g, NULL);
+        print_sweep(&rp, sweep, a.n_sweep, stdout);
+    } else {
+        tg_profile_opts po = {.prompt = prompt, .n_prompt = n_prompt, .gen = (int)a.gen,
+                              .reps = (int)a.reps, .seed = (uint64_t)a.seed,
+                              .per_layer = a.per_layer, .per_head = a.per_head,
+                              .keep_events = a.trace != NULL, .roof = roofp};
+        if (tg_profile_run(g, &po, &prof, &err)) {
+            rc = cli_error(CMD, "%s", err.msg);
+            goto done;
+        }
         if (a.format == FMT_JSON) {
             print_config_json(&rp, stdout);
             fprintf(stdout, ",\n  \"phases\": [");
             int first = 1;
             for (int ph = 0; ph < TG_PHASE_COUNT; ph++) {
-                if (!tg_profiler_phase(p, (tg_phase)ph).steps) continue;
+                if (!prof.has_phase[ph]) continue;
                 print_phase_json(&rp, (tg_phase)ph, stdout, first);
                 first = 0;
             }
@@ -762,7 +591,7 @@ int cmd_profile(int argc, char **argv) {
             fprintf(stdout, "phase,op,layer,head,calls,total_ms,pct_phase,us_per_call,flops,bytes,"
                             "gflops,gbs,roofline_pct\n");
             for (int ph = 0; ph < TG_PHASE_COUNT; ph++) {
-                if (!tg_profiler_phase(p, (tg_phase)ph).steps) continue;
+                if (!prof.has_phase[ph]) continue;
                 csv_ctx cc = {stdout, tg_phase_name((tg_phase)ph)};
                 phase_rows(&rp, (tg_phase)ph, csv_row, &cc);
             }
@@ -779,9 +608,9 @@ int cmd_profile(int argc, char **argv) {
     if (a.trace) rc = write_trace(&rp, a.trace);
 done:
     free(sweep);
+    free(ctxs);
     free(prompt);
-    free(logits);
-    tg_profiler_free(p);
+    tg_profile_free(&prof);
     tg_gpt_free(g);
     tg_gpt2_free(&m);
     return rc;

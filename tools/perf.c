@@ -4,6 +4,7 @@
 #include <math.h>
 #include <time.h>
 
+#include "model/measure.h"
 #include "tools/cli.h"
 
 double perf_now(void) {
@@ -13,14 +14,7 @@ double perf_now(void) {
 }
 
 void perf_tokens(int *tokens, int n, int n_vocab, uint64_t seed) {
-    uint64_t s = seed ^ 0x9E3779B97F4A7C15u;
-    for (int i = 0; i < n; i++) { /* splitmix64 */
-        uint64_t z = (s += 0x9E3779B97F4A7C15u);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-        z ^= z >> 31;
-        tokens[i] = (int)(z % (uint64_t)n_vocab);
-    }
+    tg_random_tokens(tokens, n, n_vocab, seed);
 }
 
 int perf_load(const char *cmd, const char *isa_name, const char *path, int no_check, tg_isa *isa,

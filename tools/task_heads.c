@@ -356,14 +356,7 @@ int task_attention_maybe(int argc, char **argv) {
         code = cli_error(CMD, "out of memory");
         goto done;
     }
-    if (layer >= c->n_layer) {
-        code = cli_usage(CMD, "--layer: %ld is outside [0, %d]", layer, c->n_layer - 1);
-        goto done;
-    }
-    if (head >= c->n_head) {
-        code = cli_usage(CMD, "--head: %ld is outside [0, %d]", head, c->n_head - 1);
-        goto done;
-    }
+    if ((code = attn_check_selection(CMD, c->n_layer, c->n_head, layer, head))) goto done;
     if (query >= T) {
         code = cli_usage(CMD, "--query: %ld is outside [0, %d] (the example's inputs)", query, T - 1);
         goto done;
@@ -431,16 +424,8 @@ int task_attention_maybe(int argc, char **argv) {
         printf("\n");
         attn_print_bars(stdout, &m, (int)layer, (int)head, q);
     }
-    if (svg) {
-        attn_svg_opts so = {tm.path, log_scale, (int)layer, (int)head};
-        if (attn_write_svg(&m, svg, &so, &err)) {
-            code = cli_error(CMD, "%s", err.msg);
-            goto done;
-        }
-        fprintf(stderr, "wrote %s\n", svg);
-    }
-    fflush(stdout);
-    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+    attn_svg_opts so = {tm.path, log_scale, (int)layer, (int)head};
+    code = attn_finish(CMD, &m, svg, &so);
 done:
     free(s), free(logits);
     attn_map_free(&m);
