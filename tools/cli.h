@@ -200,5 +200,6 @@ int cmd_profile(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_task(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -34,6 +34,7 @@ static const command commands[] = {
     {"profile", cmd_profile, "where a forward pass spends its time"},
     {"compare", cmd_compare, "compare two checkpoints (single vs multi-head)"},
     {"attention", cmd_attention, "show what each head attends to"},
+    {"serve", cmd_serve, "serve the API and the page over HTTP (OpenAI-style)"},
     {"task", cmd_task, "show a synthetic task's sequences (train --task, eval --task)"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
