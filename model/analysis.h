@@ -142,7 +142,9 @@ typedef struct tg_task_score {
 typedef void (*tg_task_seq_fn)(void *user, const tg_task_seq *s, const float *logits);
 
 /* Runs n_seqs sequences of stream r through g (with whatever probe and
- * head mask g has) and adds them to *sc; fn (optional) sees each one. */
+ * head mask g has) and adds them to *sc; fn (optional) sees each one. The
+ * model's vocabulary must be the task's (t->V) and its context hold n-1
+ * tokens, else TG_ERR_ARG. */
 tg_status tg_task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, tg_task_score *sc,
                             tg_task_seq_fn fn, void *user, tg_err *err);
 

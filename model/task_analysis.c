@@ -24,6 +24,10 @@ static void score_logits(const float *l, int V, int target, int *argmax, double 
 tg_status tg_task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, tg_task_score *sc,
                             tg_task_seq_fn fn, void *user, tg_err *err) {
     int T = t->n - 1, V = t->V;
+    if (V != tg_gpt_config(g)->n_vocab || T < 1 || T > tg_gpt_n_ctx(g))
+        return tg_fail(err, TG_ERR_ARG, "the task (%d tokens of %d symbols) does not fit the model "
+                                        "(vocabulary %d, context %d)", t->n, V,
+                       tg_gpt_config(g)->n_vocab, tg_gpt_n_ctx(g));
     float *logits = malloc((size_t)T * V * sizeof *logits);
     tg_task_seq *s = malloc(sizeof *s);
     if (!logits || !s) {
@@ -128,7 +132,7 @@ tg_status tg_task_heads_analyse(tg_gpt *g, const tg_task *t, uint64_t seed, long
     if (!g || !t || n < 1) return tg_fail(err, TG_ERR_ARG, "task heads: no model, no task or no sequences");
     const tg_gpt2_config *c = tg_gpt_config(g);
     int L = c->n_layer, H = c->n_head, T = t->n - 1;
-    if (T < 1 || T > tg_gpt_n_ctx(g) || t->V > c->n_vocab)
+    if (T < 1 || T > tg_gpt_n_ctx(g) || t->V != c->n_vocab)
         return tg_fail(err, TG_ERR_ARG, "task heads: the task (%d tokens, %d symbols) does not fit "
                                         "the model", t->n, t->V);
     head_acc a = {.L = L, .H = H, .T = T, .K = t->n_items ? t->n_items : 2};
