@@ -80,7 +80,7 @@ static float frand(void) { /* xorshift64*, uniform in [-1, 1) */
 /* A random GPT-2 in memory, weights carved out of one block. */
 static float *random_model(tg_gpt2_model *m, int L, int H, int E, int C, int V) {
     memset(m, 0, sizeof *m);
-    m->cfg = (tg_gpt2_config){L, H, E, C, V, 4 * E, 1e-5f};
+    m->cfg = (tg_gpt2_config){.n_layer = L, .n_head = H, .n_embd = E, .n_ctx = C, .n_vocab = V, .n_ff = 4 * E, .ln_eps = 1e-5f};
     size_t e = (size_t)E, F = 4 * e;
     size_t n = tg_gpt2_n_params(&m->cfg, 1);
     float *blob = malloc(n * sizeof *blob), *p = blob;

@@ -170,7 +170,9 @@ typedef struct tg_kernels {
      * quantize_q8_0, [T, IN/32] blocks, and IN is a multiple of 32. Within a
      * block the int8·int8 (or int4·int8) products are summed exactly in
      * int32, then scaled by d_w·d_x and summed in f32, so the kernels differ
-     * from the reference only in the order of those f32 sums. Same range
+     * from the reference only in the order of those f32 sums (and where
+     * an fma rounds once a product and a sum the reference rounds twice;
+     * the x86 prefill GEMM with VNNI, engine/x86/qgemm_tmpl.h). Same range
      * rules as matmul (results independent of o0/o1). */
     void (*matmul_w[TG_WTYPE_COUNT])(float *y, const void *x, const void *w, size_t ldw,
                                      const float *b, int T, int in, int out, int o0,
@@ -273,6 +275,33 @@ typedef struct tg_kernels {
      * within blocks of TG_SUMSQ_BLOCK elements and add the blocks in double;
      * the reference sums in double throughout. */
     double (*sumsq)(const float *x, size_t n);
+
+    /* ---- Llama-family kernels (model/llama.c) ------------------------------ */
+
+    /* y[T,N] = x / sqrt(mean(x²) + eps) · g, per row (RMSNorm; y may alias x).
+     * The mean of squares is summed in f32. */
+    void (*rmsnorm)(float *y, const float *x, const float *g, int T, int n, float eps);
+
+    /* y[N] = silu(a) · b = a / (1 + exp(-a)) · b  (SwiGLU's gate; y may alias a) */
+    void (*silu_mul)(float *y, const float *a, const float *b, int n);
+
+    /* Rotary position embedding of one position, in place, for n_head heads
+     * of x[n_head, HS] (heads HS floats apart): pair i (0 <= i < D/2) of each
+     * head turns by the angle whose cos and sin are cs[i], sn[i]:
+     *   (x0, x1) <- (x0·c - x1·s, x0·s + x1·c)
+     * where the pair is (2i, 2i+1) when !halves (GGUF, llama2.c) or
+     * (i, i + D/2) when halves (Hugging Face). Dimensions D..HS-1 are left. */
+    void (*rope)(float *x, const float *cs, const float *sn, int n_head, int hs, int d,
+                 int halves);
+
+    /* Grouped-query decode: G query heads q[G,HS] (contiguous) that share one
+     * K/V head, one query each:
+     *   for each g: s = q[g]·K[P,HS]ᵀ·scale; p[g] = softmax(s); o[g] = p[g]·V
+     * reading each K and V row once for the whole group. K/V rows hs floats
+     * apart (head-major cache); o[G,HS] contiguous; p[G,P] scratch holding the
+     * weights on return. G == 1 is attn_decode with ldk == hs. */
+    void (*attn_decode_gqa)(float *o, float *p, const float *q, const float *k,
+                            const float *v, int n_pos, int hs, int g, float scale);
 } tg_kernels;
 
 #define TG_SUMSQ_BLOCK 1024

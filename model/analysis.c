@@ -190,7 +190,8 @@ tg_status tg_head_analyse(tg_gpt *g, const tg_tokenizer *tok, const int *ids, si
     const tg_gpt2_config *c = tg_gpt_config(g);
     int L = c->n_layer, H = c->n_head;
     size_t LH = (size_t)L * H, limit = o->head_tokens;
-    *out = (tg_head_analysis){.n_layer = L, .n_head = H, .n_kv_head = H, .window = N,
+    int KVH = tg_config_n_kv_head(c), G = H / KVH; /* query heads per KV head */
+    *out = (tg_head_analysis){.n_layer = L, .n_head = H, .n_kv_head = KVH, .window = N,
                               .head_tokens = limit, .seed = o->seed};
     heads_ctx hc = {.H = H};
     hc.stats = calloc(LH, sizeof *hc.stats);
@@ -258,7 +259,7 @@ tg_status tg_head_analyse(tg_gpt *g, const tg_tokenizer *tok, const int *ids, si
         for (int h = 0; h < H; h++) {
             size_t i = (size_t)l * H + h;
             tg_head_result *r = &out->heads[i];
-            r->layer = l, r->head = h, r->kv_head = h;
+            r->layer = l, r->head = h, r->kv_head = h / G;
             r->stats = hc.stats[i];
             r->cls = tg_head_class(&r->stats);
             r->ablation_loss = ablate[i];

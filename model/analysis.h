@@ -70,7 +70,7 @@ tg_status tg_text_quality_run(tg_gpt *g, const tg_tokenizer *tok, const int *ids
 
 typedef struct tg_head_result {
     int layer, head;
-    int kv_head;            /* the KV head it reads (grouped-query attention); = head today */
+    int kv_head;            /* the KV head it reads: head / (H / KVH) (= head for MHA) */
     tg_head_stats stats;    /* entropy, confidence, sink, prev, local, induction (means) */
     const char *cls;        /* tg_head_class(&stats): static string */
     double ablation_loss;   /* the loss with this head zeroed */
@@ -93,7 +93,7 @@ typedef struct tg_head_opts {
 } tg_head_opts;
 
 typedef struct tg_head_analysis {
-    int n_layer, n_head, n_kv_head; /* n_kv_head = n_head today */
+    int n_layer, n_head, n_kv_head; /* KVH: n_head for MHA, fewer for GQA/MQA */
     int window;
     size_t head_tokens;     /* as asked (the text may hold fewer) */
     uint64_t seed;

@@ -1,6 +1,9 @@
 /* attention.c — causal multi-head self-attention over the KV cache:
  *   for each head h and query t:  o = softmax(q·Kᵀ / sqrt(HS)) · V
- * over positions 0..pos+t. Heads are independent work items for the pool;
+ * over positions 0..pos+t, K and V those of KV head h / G (G = H/KVH query
+ * heads per KV head: MHA G = 1, GQA, MQA KVH = 1). Heads are independent
+ * work items for the pool (a GQA decode: KV groups, so that each shared K/V
+ * row is read once for the G queries);
  * a prefill also splits each head's queries into fixed blocks of QBLOCK so
  * that two threads share even one head's causal triangle. Items are fixed
  * by the shape alone, never by the thread count, so results are
@@ -20,23 +23,31 @@ typedef struct attn_job {
     int layer, pos, T;
     int n_qblocks;  /* ceil(T / QBLOCK) */
     float scale;    /* 1/sqrt(HS) */
+    const float *q; /* queries: row t at q + t·ldq, heads HS apart */
+    int ldq;
+    int group;      /* G = H / KVH */
 } attn_job;
+
+/* The cache of query head h's KV head in layer l: [C, HS] for K (and V). */
+static size_t kv_at(const tg_gpt *g, int l, int h, int group) {
+    return ((size_t)l * g->n_kv_head + (size_t)(h / group)) * g->n_ctx * g->head_dim;
+}
 
 /* Head h, queries t0..t1-1, unfused: scores, softmax, mix per query. */
 static void attend_probed(const attn_job *j, int h, int t0, int t1, int ith) {
     tg_gpt *g = j->g;
     const tg_kernels *k = &g->eng.k;
-    int E = g->cfg.n_embd, HS = E / g->cfg.n_head, l = j->layer;
-    size_t at = ((size_t)l * g->cfg.n_head + h) * g->n_ctx * HS; /* head-major cache */
+    int HS = g->head_dim, ldo = g->cfg.n_head * HS, l = j->layer;
+    size_t at = kv_at(g, l, h, j->group); /* head-major cache */
     const float *kc = g->k_cache + at, *vc = g->v_cache + at;
-    float *p = g->p + (size_t)ith * g->n_ctx;
+    float *p = g->p + (size_t)ith * j->group * g->n_ctx;
     /* One chain of spans per work item: each op ends where the next begins,
      * so the probe's own cost between them is not left outside every op. */
     tg_probe_begin(g, TG_OP_ATTN_SCORES, l, h, ith);
     for (int t = t0; t < t1; t++) {
         int n_pos = j->pos + t + 1;
-        const float *q = g->qkv + (size_t)t * 3 * E + (size_t)h * HS;
-        float *o = g->att + (size_t)t * E + (size_t)h * HS;
+        const float *q = j->q + (size_t)t * j->ldq + (size_t)h * HS;
+        float *o = g->att + (size_t)t * ldo + (size_t)h * HS;
         if (t > t0) tg_probe_next(g, TG_OP_ATTN_MIX, TG_OP_ATTN_SCORES, l, h, ith);
         k->attn_scores(p, q, kc, n_pos, HS, HS, j->scale);
         tg_probe_next(g, TG_OP_ATTN_SCORES, TG_OP_ATTN_SOFTMAX, l, h, ith);
@@ -57,16 +68,29 @@ static void attend_probed(const attn_job *j, int h, int t0, int t1, int ith) {
 static void attend_fused(const attn_job *j, int h, int t0, int t1, int ith) {
     tg_gpt *g = j->g;
     const tg_kernels *k = &g->eng.k;
-    int E = g->cfg.n_embd, HS = E / g->cfg.n_head;
-    size_t at = ((size_t)j->layer * g->cfg.n_head + h) * g->n_ctx * HS;
+    int HS = g->head_dim, ldo = g->cfg.n_head * HS;
+    size_t at = kv_at(g, j->layer, h, j->group);
     const float *kc = g->k_cache + at, *vc = g->v_cache + at;
-    const float *q = g->qkv + (size_t)t0 * 3 * E + (size_t)h * HS;
-    float *o = g->att + (size_t)t0 * E + (size_t)h * HS;
+    const float *q = j->q + (size_t)t0 * j->ldq + (size_t)h * HS;
+    float *o = g->att + (size_t)t0 * ldo + (size_t)h * HS;
     if (j->T == 1)
-        k->attn_decode(o, g->p + (size_t)ith * g->n_ctx, q, kc, vc, j->pos + 1, HS, HS,
+        k->attn_decode(o, g->p + (size_t)ith * j->group * g->n_ctx, q, kc, vc, j->pos + 1, HS, HS,
                        j->scale);
     else
-        k->attn_prefill(o, q, kc, vc, t1 - t0, j->pos + t0, HS, 3 * E, HS, E, j->scale);
+        k->attn_prefill(o, q, kc, vc, t1 - t0, j->pos + t0, HS, j->ldq, HS, ldo, j->scale);
+}
+
+/* KV heads [i0, i1) of a GQA decode: the G query heads of each at once. */
+static void attn_group_range(void *ctx, int i0, int i1, int ith) {
+    const attn_job *j = ctx;
+    tg_gpt *g = j->g;
+    int HS = g->head_dim, G = j->group;
+    for (int kh = i0; kh < i1; kh++) {
+        size_t at = kv_at(g, j->layer, kh * G, G);
+        g->eng.k.attn_decode_gqa(g->att + (size_t)kh * G * HS, g->p + (size_t)ith * G * g->n_ctx,
+                                 j->q + (size_t)kh * G * HS, g->k_cache + at, g->v_cache + at,
+                                 j->pos + 1, HS, G, j->scale);
+    }
 }
 
 /* Work items [i0, i1): item i is head i / n_qblocks, query block i % n_qblocks. */
@@ -82,10 +106,13 @@ static void attn_range(void *ctx, int i0, int i1, int ith) {
     }
 }
 
-void tg_attention(tg_gpt *g, int layer, int pos, int T) {
-    int H = g->cfg.n_head, E = g->cfg.n_embd;
-    attn_job j = {g, layer, pos, T, (T + QBLOCK - 1) / QBLOCK, 1.0f / sqrtf((float)(E / H))};
+void tg_attention(tg_gpt *g, int layer, int pos, int T, const float *q, int ldq) {
+    int H = g->cfg.n_head, HS = g->head_dim, G = H / g->n_kv_head;
+    attn_job j = {g, layer, pos, T, (T + QBLOCK - 1) / QBLOCK, 1.0f / sqrtf((float)HS), q, ldq, G};
     /* q·k and p·v over the causal triangle: 4 flops per (query, key, dim). */
-    double flops = 4.0 * T * (pos + 0.5 * T + 1) * E;
-    tg_parallel_for(g->pool, H * j.n_qblocks, 1, flops, attn_range, &j);
+    double flops = 4.0 * T * (pos + 0.5 * T + 1) * H * HS;
+    if (T == 1 && G > 1 && !TG_PROBED(g))
+        tg_parallel_for(g->pool, g->n_kv_head, 1, flops, attn_group_range, &j);
+    else
+        tg_parallel_for(g->pool, H * j.n_qblocks, 1, flops, attn_range, &j);
 }

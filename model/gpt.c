@@ -1,7 +1,9 @@
-/* gpt.c — the GPT-2 forward pass (Radford et al. 2019): token + position
- * embedding, L pre-LayerNorm blocks (causal self-attention, GELU MLP, each
- * added to the residual stream), a final LayerNorm and the LM head, on the
- * engine's kernels. Prefill runs T tokens as one batch (the GEMM path);
+/* gpt.c — the forward pass every architecture shares: the handle, the KV
+ * cache (KVH heads), snapshots, probes, head mask, the row-parallel
+ * elementwise ops, and the driver
+ *     embed -> block(l) for each layer -> final norm -> LM head
+ * over one architecture's ops table (model/arch.h: model/gpt2.c,
+ * model/llama.c). Prefill runs T tokens as one batch (the GEMM path);
  * decode is the same code with T = 1 against the KV cache. */
 #include <math.h>
 #include <stdlib.h>
@@ -17,6 +19,16 @@ static const char *const op_names[TG_OP_COUNT] = {
 
 const char *tg_op_name(tg_op op) {
     return (unsigned)op < TG_OP_COUNT ? op_names[op] : "unknown";
+}
+
+static const tg_arch_ops *ops_of(tg_arch a) {
+    return a == TG_ARCH_LLAMA ? &tg_llama_ops : &tg_gpt2_ops;
+}
+
+const char *tg_op_label(tg_arch arch, tg_op op) {
+    const tg_arch_ops *o = ops_of(arch);
+    if ((unsigned)op < TG_OP_COUNT && o->op_labels && o->op_labels[op]) return o->op_labels[op];
+    return tg_op_name(op);
 }
 
 /* ---- memory ---------------------------------------------------------------- */
@@ -48,15 +60,19 @@ static tg_status reserve(tg_gpt *g, int T, tg_err *err) {
     if (cap > g->n_ctx) cap = g->n_ctx;
     free_activations(g);
     size_t E = (size_t)g->cfg.n_embd, F = (size_t)g->cfg.n_ff, n = (size_t)cap;
+    size_t Q = (size_t)g->cfg.n_head * (size_t)g->head_dim;
+    size_t QKV = Q + 2 * (size_t)g->n_kv_head * (size_t)g->head_dim;
     g->x = alloc_floats(n * E);
     g->xn = alloc_floats(n * E);
-    g->qkv = alloc_floats(n * 3 * E);
-    g->att = alloc_floats(n * E);
+    g->qkv = alloc_floats(n * QKV);
+    g->att = alloc_floats(n * Q);
     g->tmp = alloc_floats(n * E);
     g->up = alloc_floats(n * F);
     g->act = alloc_floats(n * F);
-    /* the largest IN is E or F; any matrix may be an integer type */
-    size_t ws = tg_matmul_ws(TG_WTYPE_Q8_0, cap, (int)(E > F ? E : F) / TG_QK * TG_QK);
+    /* the largest IN is E, F or H·HS; any matrix may be an integer type */
+    size_t in = E > F ? E : F;
+    in = in > Q ? in : Q;
+    size_t ws = tg_matmul_ws(TG_WTYPE_Q8_0, cap, (int)in / TG_QK * TG_QK);
     g->xq = alloc_floats(ws / sizeof(float) + 1);
     if (!g->x || !g->xn || !g->qkv || !g->att || !g->tmp || !g->up || !g->act || !g->xq) {
         free_activations(g);
@@ -68,49 +84,23 @@ static tg_status reserve(tg_gpt *g, int T, tg_err *err) {
 
 /* ---- create / free ------------------------------------------------------- */
 
-/* Is v a [rows, cols] matrix of a known type? */
-static int view_ok(const tg_weight *v, int rows, int cols) {
+int tg_view_ok(const tg_weight *v, int rows, int cols) {
     return v->data && (unsigned)v->type < TG_WTYPE_COUNT && v->rows == rows && v->cols == cols &&
            tg_wtype_row_bytes(v->type, cols) && v->row_bytes >= tg_wtype_row_bytes(v->type, cols);
 }
 
-static tg_status check_config(const tg_gpt2_model *m, tg_err *err) {
-    const tg_gpt2_config *c = &m->cfg;
-    if (!m->has_weights)
-        return tg_fail(err, TG_ERR_ARG, "gpt: %s holds no weights (vocabulary only)",
-                       m->path ? m->path : "model");
-    if (c->n_layer < 1 || c->n_head < 1 || c->n_embd < 1 || c->n_ctx < 1 || c->n_vocab < 1 ||
-        c->n_ff < 1 || c->n_embd % c->n_head != 0)
-        return tg_fail(err, TG_ERR_FORMAT,
-                       "gpt: bad shape L=%d H=%d E=%d C=%d V=%d F=%d (E must divide by H)",
-                       c->n_layer, c->n_head, c->n_embd, c->n_ctx, c->n_vocab, c->n_ff);
-    if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps))
-        return tg_fail(err, TG_ERR_FORMAT, "gpt: layer norm epsilon %g is not positive",
-                       (double)c->ln_eps);
-    if (!m->w.wte.data || !m->w.wpe || !m->w.layers || !m->w.lnf_w || !m->w.lnf_b ||
-        !m->w.lm_head.data)
-        return tg_fail(err, TG_ERR_FORMAT, "gpt: %s lacks a required tensor",
-                       m->path ? m->path : "model");
-    /* every matrix a view of the shape the config says (the binding checked
-     * the file; this checks whoever built m) */
-    int E = c->n_embd, ok = view_ok(&m->w.wte, c->n_vocab, E) && view_ok(&m->w.lm_head, c->n_vocab, E);
-    for (int l = 0; l < c->n_layer && ok; l++) {
-        const tg_gpt2_layer *ly = &m->w.layers[l];
-        ok = view_ok(&ly->qkv_w, 3 * E, E) && view_ok(&ly->proj_w, E, E) &&
-             view_ok(&ly->up_w, c->n_ff, E) && view_ok(&ly->down_w, E, c->n_ff);
-    }
-    if (!ok)
-        return tg_fail(err, TG_ERR_FORMAT, "gpt: %s: a weight matrix is not a view of its shape",
-                       m->path ? m->path : "model");
-    return TG_OK;
-}
-
-tg_status tg_gpt_create(tg_gpt **out, const tg_gpt2_model *m, const tg_gpt_opts *opts,
+tg_status tg_gpt_create(tg_gpt **out, const tg_model *m, const tg_gpt_opts *opts,
                         tg_err *err) {
     *out = NULL;
     tg_gpt_opts def = {1, NULL, 0};
     if (!opts) opts = &def;
-    tg_status s = check_config(m, err);
+    if ((unsigned)m->cfg.arch >= TG_ARCH_COUNT)
+        return tg_fail(err, TG_ERR_ARG, "gpt: unknown architecture %d", (int)m->cfg.arch);
+    const tg_arch_ops *ops = ops_of(m->cfg.arch);
+    if (!m->has_weights)
+        return tg_fail(err, TG_ERR_ARG, "gpt: %s holds no weights (vocabulary only)",
+                       m->path ? m->path : "model");
+    tg_status s = ops->check(m, err);
     if (s) return s;
     if (opts->n_threads < 1 || opts->n_threads > 1024)
         return tg_fail(err, TG_ERR_ARG, "gpt: %d threads requested (allowed 1..1024)",
@@ -125,19 +115,29 @@ tg_status tg_gpt_create(tg_gpt **out, const tg_gpt2_model *m, const tg_gpt_opts 
     if (!g) return tg_fail(err, TG_ERR_NOMEM, "gpt: out of memory");
     g->cfg = m->cfg;
     g->w = m->w;
+    g->lw = m->llama;
+    g->model = m;
+    g->ops = ops;
+    g->n_kv_head = g->cfg.n_kv_head = tg_config_n_kv_head(&m->cfg);
+    g->head_dim = g->cfg.head_dim = tg_config_head_dim(&m->cfg);
+    g->cfg.rope_theta = tg_config_rope_theta(&m->cfg);
+    g->cfg.rope_dim = tg_config_rope_dim(&m->cfg);
     g->n_threads = opts->n_threads;
     g->n_ctx = opts->n_ctx ? opts->n_ctx : m->cfg.n_ctx;
     if ((s = tg_engine_init(&g->eng, isa, err))) goto fail;
     if ((s = tg_pool_create(&g->pool, g->n_threads, err))) goto fail;
-    size_t cache = (size_t)g->cfg.n_layer * (size_t)g->n_ctx * (size_t)g->cfg.n_embd;
+    size_t cache = (size_t)g->cfg.n_layer * (size_t)g->n_ctx * (size_t)g->n_kv_head *
+                   (size_t)g->head_dim;
+    size_t group = (size_t)(g->cfg.n_head / g->n_kv_head);
     g->k_cache = alloc_floats(cache);
     g->v_cache = alloc_floats(cache);
-    g->p = alloc_floats((size_t)g->n_threads * (size_t)g->n_ctx);
+    g->p = alloc_floats((size_t)g->n_threads * group * (size_t)g->n_ctx);
     if (!g->k_cache || !g->v_cache || !g->p) {
         s = tg_fail(err, TG_ERR_NOMEM, "gpt: out of memory for a %d-position KV cache",
                     g->n_ctx);
         goto fail;
     }
+    if (ops->prepare && (s = ops->prepare(g, err))) goto fail;
     *out = g;
     return TG_OK;
 fail:
@@ -147,6 +147,7 @@ fail:
 
 void tg_gpt_free(tg_gpt *g) {
     if (!g) return;
+    if (g->ops && g->ops->release) g->ops->release(g);
     tg_pool_free(g->pool);
     free_activations(g);
     free(g->k_cache);
@@ -159,6 +160,12 @@ void tg_gpt_free(tg_gpt *g) {
 
 const tg_gpt2_config *tg_gpt_config(const tg_gpt *g) { return &g->cfg; }
 const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g) { return &g->w; }
+const tg_model *tg_gpt_model(const tg_gpt *g) { return g->model; }
+tg_arch tg_gpt_arch(const tg_gpt *g) { return g->cfg.arch; }
+size_t tg_gpt_kv_bytes_per_token(const tg_gpt *g) {
+    return (size_t)g->cfg.n_layer * 2 * (size_t)g->n_kv_head * (size_t)g->head_dim * sizeof(float);
+}
+size_t tg_gpt_kv_bytes(const tg_gpt *g) { return tg_gpt_kv_bytes_per_token(g) * (size_t)g->n_ctx; }
 const tg_engine *tg_gpt_engine(const tg_gpt *g) { return &g->eng; }
 tg_pool *tg_gpt_pool(tg_gpt *g) { return g->pool; }
 int tg_gpt_n_ctx(const tg_gpt *g) { return g->n_ctx; }
@@ -175,8 +182,8 @@ tg_status tg_gpt_truncate(tg_gpt *g, int n_pos, tg_err *err) {
 /* ---- KV snapshots ------------------------------------------------------------ */
 
 struct tg_kv_snapshot {
-    int n_layer, n_head, head_size, n_pos;
-    float *k, *v; /* [L, H, P, HS] */
+    int n_layer, n_head, head_size, n_pos; /* n_head: the KV heads */
+    float *k, *v; /* [L, KVH, P, HS] */
 };
 
 /* Copies P positions of every (layer, head) stream between caches whose
@@ -190,7 +197,7 @@ static void copy_streams(float *dst, int cd, const float *src, int cs, int LH, i
 tg_status tg_gpt_snapshot(const tg_gpt *g, tg_kv_snapshot **out, tg_err *err) {
     *out = NULL;
     tg_kv_snapshot *s = calloc(1, sizeof *s);
-    int LH = g->cfg.n_layer * g->cfg.n_head, HS = g->cfg.n_embd / g->cfg.n_head;
+    int LH = g->cfg.n_layer * g->n_kv_head, HS = g->head_dim;
     size_t n = (size_t)LH * (size_t)g->n_pos * (size_t)HS;
     if (s) {
         s->k = malloc((n ? n : 1) * sizeof(float));
@@ -201,7 +208,7 @@ tg_status tg_gpt_snapshot(const tg_gpt *g, tg_kv_snapshot **out, tg_err *err) {
         return tg_fail(err, TG_ERR_NOMEM, "gpt: out of memory for a %d-position KV snapshot",
                        g->n_pos);
     }
-    *s = (tg_kv_snapshot){g->cfg.n_layer, g->cfg.n_head, HS, g->n_pos, s->k, s->v};
+    *s = (tg_kv_snapshot){g->cfg.n_layer, g->n_kv_head, HS, g->n_pos, s->k, s->v};
     copy_streams(s->k, s->n_pos, g->k_cache, g->n_ctx, LH, s->n_pos, HS);
     copy_streams(s->v, s->n_pos, g->v_cache, g->n_ctx, LH, s->n_pos, HS);
     *out = s;
@@ -209,11 +216,11 @@ tg_status tg_gpt_snapshot(const tg_gpt *g, tg_kv_snapshot **out, tg_err *err) {
 }
 
 tg_status tg_gpt_restore(tg_gpt *g, const tg_kv_snapshot *s, tg_err *err) {
-    int HS = g->cfg.n_embd / g->cfg.n_head, LH = g->cfg.n_layer * g->cfg.n_head;
-    if (s->n_layer != g->cfg.n_layer || s->n_head != g->cfg.n_head || s->head_size != HS)
-        return tg_fail(err, TG_ERR_ARG, "gpt: a KV snapshot of L=%d H=%d HS=%d does not fit "
-                       "L=%d H=%d HS=%d", s->n_layer, s->n_head, s->head_size,
-                       g->cfg.n_layer, g->cfg.n_head, HS);
+    int HS = g->head_dim, LH = g->cfg.n_layer * g->n_kv_head;
+    if (s->n_layer != g->cfg.n_layer || s->n_head != g->n_kv_head || s->head_size != HS)
+        return tg_fail(err, TG_ERR_ARG, "gpt: a KV snapshot of L=%d KVH=%d HS=%d does not fit "
+                       "L=%d KVH=%d HS=%d", s->n_layer, s->n_head, s->head_size,
+                       g->cfg.n_layer, g->n_kv_head, HS);
     if (s->n_pos > g->n_ctx)
         return tg_fail(err, TG_ERR_RANGE, "gpt: a %d-position KV snapshot does not fit the "
                        "%d-position context", s->n_pos, g->n_ctx);
@@ -256,15 +263,15 @@ tg_status tg_gpt_set_head_mask(tg_gpt *g, const uint8_t *mask, tg_err *err) {
 
 /* ---- row-parallel elementwise ops ----------------------------------------- */
 
-/* Layernorm, GELU and the residual add are split over the pool by rows for a
- * large prefill (each row's result does not depend on the split). */
-typedef enum row_op { ROW_LAYERNORM, ROW_GELU, ROW_ADD } row_op;
+/* Norms, activations and the residual add are split over the pool by rows
+ * for a large prefill (each row's result does not depend on the split). */
+typedef enum row_op { ROW_LAYERNORM, ROW_RMSNORM, ROW_GELU, ROW_SILU_MUL, ROW_ADD } row_op;
 
 typedef struct row_job {
     const tg_kernels *k;
     row_op op;
     float *y;
-    const float *a, *b;   /* inputs; for layernorm a = x, (g, bias) below */
+    const float *a, *b;   /* inputs; for the norms a = x, (gain, bias) below */
     const float *gain, *bias;
     int n;                /* row length */
     float eps;
@@ -279,8 +286,14 @@ static void rows_range(void *ctx, int r0, int r1, int ith) {
     case ROW_LAYERNORM:
         j->k->layernorm(j->y + off, j->a + off, j->gain, j->bias, rows, j->n, j->eps);
         break;
+    case ROW_RMSNORM:
+        j->k->rmsnorm(j->y + off, j->a + off, j->gain, rows, j->n, j->eps);
+        break;
     case ROW_GELU:
         j->k->gelu(j->y + off, j->a + off, rows * j->n);
+        break;
+    case ROW_SILU_MUL:
+        j->k->silu_mul(j->y + off, j->a + off, j->b + off, rows * j->n);
         break;
     case ROW_ADD:
         j->k->add(j->y + off, j->a + off, j->b + off, rows * j->n);
@@ -293,110 +306,64 @@ static void run_rows(tg_gpt *g, row_job *j, int T, double flops_per_elem) {
     tg_parallel_for(g->pool, T, 1, flops_per_elem * T * j->n, rows_range, j);
 }
 
-/* y[T,N] = layernorm(x[T,N]) · gain + bias */
-static void layernorm(tg_gpt *g, float *y, const float *x, const float *gain,
-                      const float *bias, int T, int n) {
+void tg_rows_layernorm(tg_gpt *g, float *y, const float *x, const float *gain, const float *bias,
+                       int T, int n) {
     row_job j = {.op = ROW_LAYERNORM, .y = y, .a = x, .gain = gain, .bias = bias, .n = n,
                  .eps = g->cfg.ln_eps};
     run_rows(g, &j, T, 8.0);
 }
 
-/* y[T,N] = GELU(x[T,N]) */
-static void gelu(tg_gpt *g, float *y, const float *x, int T, int n) {
+void tg_rows_rmsnorm(tg_gpt *g, float *y, const float *x, const float *gain, int T, int n) {
+    row_job j = {.op = ROW_RMSNORM, .y = y, .a = x, .gain = gain, .n = n, .eps = g->cfg.ln_eps};
+    run_rows(g, &j, T, 4.0);
+}
+
+void tg_rows_gelu(tg_gpt *g, float *y, const float *x, int T, int n) {
     row_job j = {.op = ROW_GELU, .y = y, .a = x, .n = n};
     run_rows(g, &j, T, 20.0);
 }
 
-/* x[T,N] += d[T,N] (the residual connection) */
-static void residual_add(tg_gpt *g, float *x, const float *d, int T, int n) {
+void tg_rows_silu_mul(tg_gpt *g, float *y, const float *a, const float *b, int T, int n) {
+    row_job j = {.op = ROW_SILU_MUL, .y = y, .a = a, .b = b, .n = n};
+    run_rows(g, &j, T, 20.0);
+}
+
+void tg_rows_add(tg_gpt *g, float *x, const float *d, int T, int n) {
     row_job j = {.op = ROW_ADD, .y = x, .a = x, .b = d, .n = n};
     run_rows(g, &j, T, 1.0);
 }
 
-/* ---- the forward pass ------------------------------------------------------ */
+/* ---- shared parts of a block ------------------------------------------------- */
 
-/* x[t] = wte[tokens[t]] + wpe[pos + t]  (a typed wte row is decoded first) */
-static void embed(tg_gpt *g, const int *tokens, int T, int pos) {
-    size_t E = (size_t)g->cfg.n_embd;
-    const tg_weight *wte = &g->w.wte;
-    for (int t = 0; t < T; t++) {
-        const char *row = (const char *)wte->data + (size_t)tokens[t] * wte->row_bytes;
-        const float *pe = g->w.wpe + (size_t)(pos + t) * E;
-        if (wte->type == TG_WTYPE_F32) {
-            g->eng.k.add(g->x + t * E, (const float *)row, pe, (int)E);
-        } else {
-            g->eng.k.dequant[wte->type](g->x + t * E, row, (int)E);
-            g->eng.k.add(g->x + t * E, g->x + t * E, pe, (int)E);
-        }
-    }
+void tg_embed_row(const tg_gpt *g, float *y, const tg_weight *emb, int token) {
+    const char *row = (const char *)emb->data + (size_t)token * emb->row_bytes;
+    if (emb->type == TG_WTYPE_F32) memcpy(y, row, (size_t)emb->cols * sizeof(float));
+    else g->eng.k.dequant[emb->type](y, row, emb->cols);
 }
 
-/* Appends the keys and values of qkv[T,3E] to the head-major cache at
- * pos..pos+T-1. */
-static void store_kv(tg_gpt *g, int layer, int pos, int T) {
-    size_t E = (size_t)g->cfg.n_embd, H = (size_t)g->cfg.n_head, HS = E / H;
-    for (size_t h = 0; h < H; h++) {
-        size_t at = (((size_t)layer * H + h) * g->n_ctx + pos) * HS;
+void tg_store_kv(tg_gpt *g, int layer, int pos, int T, const float *k, const float *v, int ld) {
+    size_t KVH = (size_t)g->n_kv_head, HS = (size_t)g->head_dim;
+    for (size_t h = 0; h < KVH; h++) {
+        size_t at = (((size_t)layer * KVH + h) * g->n_ctx + pos) * HS;
         float *kc = g->k_cache + at, *vc = g->v_cache + at;
         for (int t = 0; t < T; t++) {
-            const float *row = g->qkv + t * 3 * E + h * HS;
-            memcpy(kc + t * HS, row + E, HS * sizeof(float));
-            memcpy(vc + t * HS, row + 2 * E, HS * sizeof(float));
+            memcpy(kc + t * HS, k + (size_t)t * ld + h * HS, HS * sizeof(float));
+            memcpy(vc + t * HS, v + (size_t)t * ld + h * HS, HS * sizeof(float));
         }
     }
 }
 
-/* Zeroes the output of the heads the mask switches off in this layer. */
-static void mask_heads(tg_gpt *g, int layer, int T) {
+void tg_mask_heads(tg_gpt *g, int layer, int T) {
     if (!g->head_mask) return;
-    int H = g->cfg.n_head, HS = g->cfg.n_embd / H;
+    int H = g->cfg.n_head, HS = g->head_dim;
     for (int h = 0; h < H; h++) {
         if (g->head_mask[layer * H + h]) continue;
         for (int t = 0; t < T; t++)
-            memset(g->att + (size_t)t * g->cfg.n_embd + (size_t)h * HS, 0, HS * sizeof(float));
+            memset(g->att + (size_t)t * H * HS + (size_t)h * HS, 0, HS * sizeof(float));
     }
 }
 
-/* One transformer block, pre-LN:
- *   x = x + proj(attention(ln_1(x)));   x = x + down(gelu(up(ln_2(x)))) */
-static void block(tg_gpt *g, int l, int pos, int T) {
-    const tg_gpt2_layer *w = &g->w.layers[l];
-    int E = g->cfg.n_embd, F = g->cfg.n_ff;
-
-    tg_probe_begin(g, TG_OP_LN1, l, -1, 0);
-    layernorm(g, g->xn, g->x, w->ln1_w, w->ln1_b, T, E);
-    tg_probe_end(g, TG_OP_LN1, l, -1, 0);
-
-    tg_probe_begin(g, TG_OP_QKV, l, -1, 0);
-    tg_matmul_w(&g->eng, g->pool, g->qkv, g->xn, &w->qkv_w, w->qkv_b, T, g->xq);
-    store_kv(g, l, pos, T);
-    tg_probe_end(g, TG_OP_QKV, l, -1, 0);
-
-    tg_attention(g, l, pos, T); /* timed per head and part inside, when probed */
-    mask_heads(g, l, T);
-
-    tg_probe_begin(g, TG_OP_ATTN_PROJ, l, -1, 0);
-    tg_matmul_w(&g->eng, g->pool, g->tmp, g->att, &w->proj_w, w->proj_b, T, g->xq);
-    residual_add(g, g->x, g->tmp, T, E);
-    tg_probe_end(g, TG_OP_ATTN_PROJ, l, -1, 0);
-
-    tg_probe_begin(g, TG_OP_LN2, l, -1, 0);
-    layernorm(g, g->xn, g->x, w->ln2_w, w->ln2_b, T, E);
-    tg_probe_end(g, TG_OP_LN2, l, -1, 0);
-
-    tg_probe_begin(g, TG_OP_MLP_UP, l, -1, 0);
-    tg_matmul_w(&g->eng, g->pool, g->up, g->xn, &w->up_w, w->up_b, T, g->xq);
-    tg_probe_end(g, TG_OP_MLP_UP, l, -1, 0);
-
-    tg_probe_begin(g, TG_OP_GELU, l, -1, 0);
-    gelu(g, g->act, g->up, T, F);
-    tg_probe_end(g, TG_OP_GELU, l, -1, 0);
-
-    tg_probe_begin(g, TG_OP_MLP_DOWN, l, -1, 0);
-    tg_matmul_w(&g->eng, g->pool, g->tmp, g->act, &w->down_w, w->down_b, T, g->xq);
-    residual_add(g, g->x, g->tmp, T, E);
-    tg_probe_end(g, TG_OP_MLP_DOWN, l, -1, 0);
-}
+/* ---- the forward pass ------------------------------------------------------ */
 
 tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *logits,
                          int all_logits, tg_err *err) {
@@ -422,22 +389,22 @@ tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *lo
     int E = c->n_embd, V = c->n_vocab;
 
     tg_probe_begin(g, TG_OP_EMBED, -1, -1, 0);
-    embed(g, tokens, T, pos);
+    g->ops->embed(g, tokens, T, pos);
     tg_probe_end(g, TG_OP_EMBED, -1, -1, 0);
 
     g->n_pos = pos; /* from here on the cache holds new positions from pos */
-    for (int l = 0; l < c->n_layer; l++) block(g, l, pos, T);
+    for (int l = 0; l < c->n_layer; l++) g->ops->block(g, l, pos, T);
     g->n_pos = pos + T;
 
     /* Only the rows whose logits are wanted go through ln_f and the head. */
     int rows = all_logits ? T : 1;
     const float *last = g->x + (size_t)(T - rows) * E;
     tg_probe_begin(g, TG_OP_LNF, -1, -1, 0);
-    layernorm(g, g->xn, last, g->w.lnf_w, g->w.lnf_b, rows, E);
+    g->ops->final_norm(g, g->xn, last, rows);
     tg_probe_end(g, TG_OP_LNF, -1, -1, 0);
 
     tg_probe_begin(g, TG_OP_LM_HEAD, -1, -1, 0);
-    tg_matmul_w(&g->eng, g->pool, logits, g->xn, &g->w.lm_head, NULL, rows, g->xq);
+    tg_matmul_w(&g->eng, g->pool, logits, g->xn, g->ops->lm_head(g), NULL, rows, g->xq);
     tg_probe_end(g, TG_OP_LM_HEAD, -1, -1, 0);
 
     /* A NaN or inf logit means the weights (loaded with --no-check) or the

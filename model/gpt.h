@@ -1,10 +1,14 @@
-/* gpt.h — the GPT-2 decoder at run time: forward pass (prefill and decode)
- * over a KV cache, and the probe hook the profiler and the head comparison
- * build on.
+/* gpt.h — a decoder at run time, whatever its architecture (GPT-2, Llama):
+ * forward pass (prefill and decode) over a KV cache, and the probe hook the
+ * profiler and the head comparison build on. `tg_gpt` is the handle of any
+ * architecture; what differs is one ops table per architecture
+ * (model/arch.h: model/gpt2.c, model/llama.c), what is shared — KV cache,
+ * attention, probes, head mask, threads, snapshots — is written once.
  *
- * Dimension legend (model/): L layers, H heads, E width, HS = E/H head size,
- * F = feed-forward width, V vocabulary, C context, T tokens in a batch,
- * P positions in the KV cache.
+ * Dimension legend (model/): L layers, H query heads, KVH key/value heads
+ * (H % KVH == 0; query head h reads KV head h / (H/KVH), its KV group),
+ * E width, HS head size (E/H for GPT-2), F feed-forward width,
+ * V vocabulary, C context, T tokens in a batch, P positions in the KV cache.
  */
 #ifndef TINYGPT_MODEL_GPT_H
 #define TINYGPT_MODEL_GPT_H
@@ -13,8 +17,13 @@
 
 #include "engine/engine.h"
 #include "weights/gpt2.h"
+#include "weights/model.h"
 
-/* The ops of a forward pass, in order; the profiler's rows. */
+/* The ops of a forward pass, in order; the profiler's rows. Llama maps its
+ * ops onto the same rows (attn_norm -> ln_1, q/k/v + RoPE -> qkv, ffn_norm
+ * -> ln_2, gate and up -> mlp_up, SiLU·mul -> gelu, RMSNorm -> ln_f), so
+ * every profile table reads the same for both; tg_op_label names the row
+ * for the architecture. */
 typedef enum tg_op {
     TG_OP_EMBED = 0,     /* token + position embedding */
     TG_OP_LN1,           /* ln_1 */
@@ -34,6 +43,9 @@ typedef enum tg_op {
 } tg_op;
 
 const char *tg_op_name(tg_op op); /* "embed", "ln_1", "qkv", "attn_scores", ... */
+/* The op's name in an architecture's own words ("attn_norm", "swiglu", ...
+ * for llama; tg_op_name for gpt2). */
+const char *tg_op_label(tg_arch arch, tg_op op);
 
 /* The probe hook: off (NULL) by default and then free. When set, the forward
  * pass calls op_begin/op_end around every op (layer = -1 outside the blocks;
@@ -62,12 +74,25 @@ typedef struct tg_gpt_opts {
 
 typedef struct tg_gpt tg_gpt; /* engine, pool, weights view, KV cache, scratch */
 
-tg_status tg_gpt_create(tg_gpt **out, const tg_gpt2_model *m, const tg_gpt_opts *opts,
+/* Builds the forward pass of a loaded model of any architecture (m->cfg.arch
+ * picks the ops table; m must outlive g: the weights are views). */
+tg_status tg_gpt_create(tg_gpt **out, const tg_model *m, const tg_gpt_opts *opts,
                         tg_err *err);
 void tg_gpt_free(tg_gpt *g);
 
+/* The config, with the 0 defaults resolved: n_kv_head, head_dim,
+ * rope_theta and rope_dim hold their values; n_layer, n_head, n_embd,
+ * n_ctx (the model's), n_vocab, n_ff mean what they always did. */
 const tg_gpt2_config *tg_gpt_config(const tg_gpt *g);
-const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g); /* the views it runs on */
+/* The views it runs on: GPT-2's (zeroed for another architecture) and,
+ * for any architecture, the model it was created from. */
+const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g);
+const tg_model *tg_gpt_model(const tg_gpt *g);
+tg_arch tg_gpt_arch(const tg_gpt *g);
+/* KV-cache bytes per position (all layers, K and V: 2·L·KVH·HS floats) and
+ * for the whole cache (times C). */
+size_t tg_gpt_kv_bytes_per_token(const tg_gpt *g);
+size_t tg_gpt_kv_bytes(const tg_gpt *g);
 const tg_engine *tg_gpt_engine(const tg_gpt *g);
 tg_pool *tg_gpt_pool(tg_gpt *g);
 int tg_gpt_n_ctx(const tg_gpt *g); /* C: the KV cache length */
@@ -92,8 +117,8 @@ tg_status tg_gpt_truncate(tg_gpt *g, int n_pos, tg_err *err);
 
 /* A copy of the first P positions of a KV cache, to fork a context: prefill
  * once, snapshot, and restore before each continuation (or into another
- * tg_gpt of the same model and a context of at least P). [L, H, P, HS] for
- * K and for V. */
+ * tg_gpt of the same model and a context of at least P). [L, KVH, P, HS]
+ * for K and for V. */
 typedef struct tg_kv_snapshot tg_kv_snapshot;
 tg_status tg_gpt_snapshot(const tg_gpt *g, tg_kv_snapshot **out, tg_err *err);
 /* Makes g's cache hold exactly the snapshot's positions (P = its count).
@@ -105,8 +130,9 @@ void tg_kv_snapshot_free(tg_kv_snapshot *s);
 /* Attaches (or, with NULL, detaches) a probe. */
 void tg_gpt_set_probe(tg_gpt *g, const tg_probe *probe);
 
-/* Head ablation for the comparison tools: mask[L*H], 0 zeroes that head's
- * output before the projection; NULL keeps every head. Copied. */
+/* Head ablation for the comparison tools: mask[L*H] over query heads, 0
+ * zeroes that head's output before the projection; NULL keeps every head.
+ * Copied. */
 tg_status tg_gpt_set_head_mask(tg_gpt *g, const uint8_t *mask, tg_err *err);
 
 #endif

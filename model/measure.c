@@ -255,6 +255,7 @@ tg_status tg_profile_sweep(tg_gpt *g, const int *ctxs, int n_ctx, int steps, uin
         r->attn_pct = step > 0 ? 100 * attn / step : 0;
         r->us_per_head = r->attn_us / (c->n_layer * c->n_head);
         r->attn_gflops = attn > 0 ? cost.flops / attn : 0;
+        r->kv_bytes = cost.kv_bytes;
         r->attn_roof_pct = roof && attn > 0
                                ? 100 * tg_roofline_time(roof, cost.flops, cost.kv_bytes) / (attn * 1e-9)
                                : -1;
@@ -322,7 +323,7 @@ tg_status tg_bench_run(tg_gpt *g, int is_pp, int n, int reps, const int *tokens,
         else
             for (int i = 0; i < n; i++) r->cost = tg_opcost_add(r->cost, tg_opcost_forward(c, 1, i, 1));
         /* the matrices' real types (f16, q8_0, ...): once per forward step */
-        r->cost.weight_bytes += tg_opcost_typed_delta(c, tg_gpt_weights(g)) * (r->is_pp ? 1 : n);
+        r->cost.weight_bytes += tg_opcost_typed_delta_model(tg_gpt_model(g)) * (r->is_pp ? 1 : n);
         /* The bytes of the roofline are what comes from memory: weights and
          * KV cache (activations stay in cache). */
         double bytes = r->cost.weight_bytes + r->cost.kv_bytes;

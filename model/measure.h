@@ -91,6 +91,7 @@ typedef struct tg_sweep_row {
     double us_per_head;     /* attn_us / (L * H) */
     double attn_gflops;     /* attention's flops per ns */
     double attn_roof_pct;   /* < 0: no roofline */
+    double kv_bytes;        /* K/V cache bytes one step's attention reads (KVH heads, all layers) */
 } tg_sweep_row;
 
 /* For each ctx[i] (ascending, distinct, each in [1, the context - 1]): the

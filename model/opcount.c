@@ -29,12 +29,78 @@ static tg_opcost layernorm_cost(double R, double N) {
     return k;
 }
 
+/* RMSNorm of R rows of N: square-sum (2 per element), scale and gain (2) =
+ * 4 per element; reads x and the gain. */
+static tg_opcost rmsnorm_cost(double R, double N) {
+    tg_opcost k = {0};
+    k.flops = 4.0 * R * N;
+    k.weight_bytes = F32 * N;
+    k.act_bytes = F32 * R * N;
+    return k;
+}
+
+/* Llama's ops where they differ from GPT-2's (Q = H·HS query width, KV =
+ * KVH·HS key/value width; no biases, no position embedding). */
+static int llama_cost(const tg_gpt2_config *c, tg_op op, double T, double P, double S, double R,
+                      tg_opcost *k) {
+    double E = c->n_embd, F = c->n_ff, HS = tg_config_head_dim(c), H = c->n_head;
+    double Q = H * HS, KV = tg_config_n_kv_head(c) * HS, D = tg_config_rope_dim(c);
+    tg_opcost z = {0};
+    *k = z;
+    switch (op) {
+    case TG_OP_EMBED:        /* a row copy */
+        k->weight_bytes = F32 * T * E;
+        return 1;
+    case TG_OP_LN1:
+    case TG_OP_LN2:
+        *k = rmsnorm_cost(T, E);
+        return 1;
+    case TG_OP_LNF:
+        *k = rmsnorm_cost(R, E);
+        return 1;
+    case TG_OP_QKV:          /* three matmuls, then RoPE on q and k: 6 flops per rotated pair */
+        *k = matmul_cost(T, E, Q + 2 * KV, 0);
+        k->flops += 6.0 * T * (H + tg_config_n_kv_head(c)) * D / 2;
+        return 1;
+    case TG_OP_ATTN_SCORES:  /* the G query heads of a group read their KV head */
+        k->flops = S * (2 * Q + H);
+        k->kv_bytes = F32 * P * KV;
+        k->act_bytes = F32 * T * Q;
+        return 1;
+    case TG_OP_ATTN_MIX:
+        k->flops = 2.0 * S * Q;
+        k->kv_bytes = F32 * P * KV;
+        k->act_bytes = F32 * H * S;
+        return 1;
+    case TG_OP_ATTN_PROJ:    /* [T,Q] -> [T,E], then the residual add */
+        *k = matmul_cost(T, Q, E, 0);
+        k->flops += T * E;
+        k->act_bytes += F32 * T * E;
+        return 1;
+    case TG_OP_MLP_UP:       /* gate and up: two [T,E] -> [T,F] */
+        *k = matmul_cost(T, E, 2 * F, 0);
+        return 1;
+    case TG_OP_GELU:         /* silu(a)·b: negate, exp, add, divide, multiply */
+        k->flops = 5.0 * T * F;
+        k->act_bytes = F32 * 2.0 * T * F;
+        return 1;
+    case TG_OP_MLP_DOWN:
+        *k = matmul_cost(T, F, E, 0);
+        k->flops += T * E;
+        k->act_bytes += F32 * T * E;
+        return 1;
+    default:
+        return 0; /* softmax, lm_head, sample: as GPT-2's */
+    }
+}
+
 tg_opcost tg_opcost_layer(const tg_gpt2_config *c, tg_op op, int T_, int pos_, int R_) {
     double E = c->n_embd, H = c->n_head, F = c->n_ff, V = c->n_vocab;
     double T = T_, pos = pos_, R = R_;
     double P = pos + T;
     double S = T * pos + T * (T + 1) / 2;
     tg_opcost k = {0};
+    if (c->arch == TG_ARCH_LLAMA && llama_cost(c, op, T, P, S, R, &k)) return k;
     switch (op) {
     case TG_OP_EMBED:        /* x[t] = wte[token] + wpe[pos+t]: one add per element */
         k.flops = T * E;
@@ -109,7 +175,27 @@ tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b) {
                        a.kv_bytes + b.kv_bytes, a.act_bytes + b.act_bytes};
 }
 
+static void add_typed(const tg_weight *m, double *real, double *f32) {
+    *real += (double)m->rows * (double)m->row_bytes;
+    *f32 += F32 * m->rows * (double)m->cols;
+}
+
+double tg_opcost_typed_delta_model(const tg_model *m) {
+    if (m->cfg.arch != TG_ARCH_LLAMA) return tg_opcost_typed_delta(&m->cfg, &m->w);
+    const tg_llama_weights *w = &m->llama;
+    double real = 0, f32 = 0;
+    if (!w->layers) return 0;
+    add_typed(&w->output, &real, &f32);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const tg_llama_layer *y = &w->layers[l];
+        const tg_weight *ms[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w1, &y->w3, &y->w2};
+        for (int k = 0; k < 7; k++) add_typed(ms[k], &real, &f32);
+    }
+    return real - f32;
+}
+
 double tg_opcost_typed_delta(const tg_gpt2_config *c, const tg_gpt2_weights *w) {
+    if (!w->layers) return 0; /* not GPT-2 weights: tg_opcost_typed_delta_model */
     double real = (double)w->lm_head.rows * (double)w->lm_head.row_bytes;
     double f32 = F32 * w->lm_head.rows * (double)w->lm_head.cols;
     for (int l = 0; l < c->n_layer; l++) {

@@ -13,7 +13,10 @@
  *    counted. Activations are usually in cache, so weights + KV bytes are
  *    the DRAM traffic of a decode step;
  *  - ln_f and lm_head run on n_logits rows (1, or T with all logits);
- *  - sample is the caller's sampler over one row of V logits.
+ *  - sample is the caller's sampler over one row of V logits;
+ *  - a Llama config (cfg.arch) counts its own ops in the same rows: RMSNorm
+ *    for ln_*, q/k/v + RoPE for qkv, gate and up for mlp_up, SiLU·mul for
+ *    gelu, attention over KVH cached heads (kv_bytes drop by H/KVH).
  */
 #ifndef TINYGPT_MODEL_OPCOUNT_H
 #define TINYGPT_MODEL_OPCOUNT_H
@@ -46,6 +49,9 @@ double tg_opcost_bytes(tg_opcost k);    /* weights + KV + activations */
  * blocks' four and the LM head) really read minus that f32 figure: add it
  * to weight_bytes once per forward step. 0 for an all-f32 model. */
 double tg_opcost_typed_delta(const tg_gpt2_config *c, const tg_gpt2_weights *w);
+/* The same for a model of any architecture (Llama: its seven matrices per
+ * block and the classifier). */
+double tg_opcost_typed_delta_model(const tg_model *m);
 tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b);
 tg_opcost tg_opcost_scale(tg_opcost a, double s);
 

@@ -1,5 +1,6 @@
 /* tokenizer.c — GPT-2 byte-level BPE (see tokenizer.h). */
 #include "model/tokenizer.h"
+#include "model/tokenizer_spm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,9 @@ struct tg_tokenizer {
 
     /* the encode in progress */
     ivec *out;
+
+    tg_spm *spm;             /* a SentencePiece vocabulary: everything is there */
+    int def_flags;           /* TG_ENCODE_BOS / EOS added by tg_tokenizer_encode */
 };
 
 static int str_lookup(const tg_tokenizer *t, const char *s, size_t n) {
@@ -279,6 +283,7 @@ static int str_lookup(const tg_tokenizer *t, const char *s, size_t n) {
 }
 
 int tg_tokenizer_token_id(const tg_tokenizer *t, const char *s) {
+    if (t->spm) return tg_spm_token_id(t->spm, s);
     return s ? str_lookup(t, s, strlen(s)) : -1;
 }
 
@@ -302,6 +307,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
     free(t->str_map);
     free(t->pairs);
     tg_pretok_free(t->pre);
+    tg_spm_free(t->spm);
     free(t->cache);
     free(t->cache_words);
     free(t->cache_ids.v);
@@ -317,10 +323,19 @@ int tg_tokenizer_n_vocab(const tg_tokenizer *t) { return t->n_vocab; }
 int tg_tokenizer_eos(const tg_tokenizer *t) { return t->eos; }
 int tg_tokenizer_bos(const tg_tokenizer *t) { return t->bos; }
 int tg_tokenizer_is_special(const tg_tokenizer *t, int id) {
+    if (t->spm) return tg_spm_is_special(t->spm, id);
     return id >= 0 && id < t->n_vocab && t->special[id];
 }
 
+int tg_tokenizer_kind(const tg_tokenizer *t) { return t->spm ? TG_VOCAB_SPM : TG_VOCAB_GPT2; }
+
+const char *tg_tokenizer_piece_after(const tg_tokenizer *t, int prev, int id, size_t *len) {
+    if (t->spm) return tg_spm_piece(t->spm, prev, id, len);
+    return tg_tokenizer_piece(t, id, len);
+}
+
 const char *tg_tokenizer_piece(const tg_tokenizer *t, int id, size_t *len) {
+    if (t->spm) return tg_spm_piece(t->spm, -1, id, len);
     if (id < 0 || id >= t->n_vocab) return NULL;
     if (len) *len = t->bytes_off[id + 1] - t->bytes_off[id] - 1;
     return t->bytes + t->bytes_off[id];
@@ -365,6 +380,15 @@ tg_status tg_tokenizer_create(tg_tokenizer **out, const tg_vocab *v, tg_err *err
     if (!t) return tg_fail(err, TG_ERR_NOMEM, "tokenizer: out of memory");
     t->n_vocab = V;
     tg_status s = TG_OK;
+    if (v->kind == TG_VOCAB_SPM) {
+        if ((s = tg_spm_create(&t->spm, v, err)) != TG_OK) goto fail;
+        t->bos = tg_spm_bos(t->spm);
+        t->eos = tg_spm_eos(t->spm);
+        t->def_flags = (v->add_bos && t->bos >= 0 ? TG_ENCODE_BOS : 0) |
+                       (v->add_eos && t->eos >= 0 ? TG_ENCODE_EOS : 0);
+        *out = t;
+        return TG_OK;
+    }
 
     size_t total = 0;
     for (int i = 0; i < V; i++) {
@@ -667,8 +691,47 @@ static int next_special(const tg_tokenizer *t, const char *text, size_t len, siz
     return best_id;
 }
 
+int tg_tokenizer_default_flags(const tg_tokenizer *t) { return t->def_flags; }
+
 tg_status tg_tokenizer_encode(tg_tokenizer *t, const char *text, size_t len, int parse_special,
                               int **ids, size_t *n_ids, tg_err *err) {
+    return tg_tokenizer_encode_ex(t, text, len, (parse_special ? TG_ENCODE_SPECIAL : 0) | t->def_flags,
+                                  ids, n_ids, err);
+}
+
+/* GPT-2: BOS/EOS wrap the ids when asked for. */
+static tg_status gpt2_wrap(tg_tokenizer *t, int flags, int **ids, size_t *n_ids, tg_err *err) {
+    int bos = (flags & TG_ENCODE_BOS) && t->bos >= 0, eos = (flags & TG_ENCODE_EOS) && t->eos >= 0;
+    if (!bos && !eos) return TG_OK;
+    int *v = realloc(*ids, (*n_ids + 2) * sizeof(int));
+    if (!v) {
+        free(*ids);
+        *ids = NULL;
+        *n_ids = 0;
+        return tg_fail(err, TG_ERR_NOMEM, "tokenizer: out of memory");
+    }
+    if (bos) {
+        memmove(v + 1, v, *n_ids * sizeof(int));
+        v[0] = t->bos;
+        (*n_ids)++;
+    }
+    if (eos) v[(*n_ids)++] = t->eos;
+    *ids = v;
+    return TG_OK;
+}
+
+static tg_status gpt2_encode(tg_tokenizer *t, const char *text, size_t len, int parse_special,
+                             int **ids, size_t *n_ids, tg_err *err);
+
+tg_status tg_tokenizer_encode_ex(tg_tokenizer *t, const char *text, size_t len, int flags,
+                                 int **ids, size_t *n_ids, tg_err *err) {
+    if (t->spm) return tg_spm_encode(t->spm, text, len, flags, ids, n_ids, err);
+    tg_status s = gpt2_encode(t, text, len, flags & TG_ENCODE_SPECIAL, ids, n_ids, err);
+    return s ? s : gpt2_wrap(t, flags, ids, n_ids, err);
+}
+
+static tg_status gpt2_encode(tg_tokenizer *t, const char *text, size_t len, int parse_special,
+                             int **ids, size_t *n_ids, tg_err *err) {
     *ids = NULL;
     *n_ids = 0;
     if (!text && len) return tg_fail(err, TG_ERR_ARG, "tokenizer: NULL text");
@@ -716,6 +779,7 @@ tg_status tg_tokenizer_encode(tg_tokenizer *t, const char *text, size_t len, int
 
 tg_status tg_tokenizer_decode(const tg_tokenizer *t, const int *ids, size_t n, char **out,
                               size_t *len, tg_err *err) {
+    if (t->spm) return tg_spm_decode(t->spm, ids, n, out, len, err);
     *out = NULL;
     *len = 0;
     size_t total = 0;

@@ -1,4 +1,8 @@
-/* tokenizer.h — GPT-2 byte-level BPE: text bytes <-> token ids.
+/* tokenizer.h — text bytes <-> token ids, for either vocabulary kind of
+ * weights/vocab.h: GPT-2 byte-level BPE (below) or SentencePiece-style BPE
+ * (TG_VOCAB_SPM: llama2.c's semantics, described in model/tokenizer_spm.h).
+ * tg_tokenizer_create picks the algorithm from the vocabulary's kind; every
+ * function here works on both.
  *
  * Encoding: the text is cut into pre-tokens by GPT-2's regex (run with
  * PCRE2, JIT, UTF + UCP), each pre-token's bytes start as one symbol per
@@ -63,8 +67,9 @@ tg_status tg_pretok_split(tg_pretok *p, const char *text, size_t len, tg_pretok_
 
 typedef struct tg_tokenizer tg_tokenizer;
 
-/* Builds a tokenizer from a vocabulary. Requires a token for each of the
- * 256 byte symbols. A merge "a b" whose a, b or ab is not in the vocabulary
+/* Builds a tokenizer from a vocabulary. For TG_VOCAB_SPM, see
+ * tokenizer_spm.h (no merge list; scores; <0xXX> byte fallback). For GPT-2:
+ * requires a token for each of the 256 byte symbols. A merge "a b" whose a, b or ab is not in the vocabulary
  * can never produce a token and is ignored; a repeated merge keeps its
  * first (lowest) rank. Special tokens: token_type 3 (control) or 4 (user
  * defined), eos/bos, and any token spelled `<|endoftext|>`. */
@@ -79,7 +84,10 @@ int tg_tokenizer_is_special(const tg_tokenizer *t, int id);
  * "Ġthe"), or -1. */
 int tg_tokenizer_token_id(const tg_tokenizer *t, const char *s);
 
-/* Encodes text[len] and returns a malloc'd array of ids in *ids (free() it;
+/* Encodes text[len] and returns a malloc'd array of ids. A SentencePiece
+ * vocabulary's BOS (EOS) comes first (last) when the vocabulary says so
+ * (add_bos, add_eos: llama2.c's tokenizer.bin and Llama GGUFs add BOS);
+ * GPT-2 vocabularies add nothing. Returns in *ids (free() it;
  * non-NULL even when *n_ids is 0). With parse_special, a special token's
  * text appearing literally (e.g. "<|endoftext|>") becomes that token's id,
  * as llama.cpp does with parse_special; without it, such text is ordinary
@@ -87,12 +95,38 @@ int tg_tokenizer_token_id(const tg_tokenizer *t, const char *s);
 tg_status tg_tokenizer_encode(tg_tokenizer *t, const char *text, size_t len, int parse_special,
                               int **ids, size_t *n_ids, tg_err *err);
 
+/* ---- additions (issue #11: SentencePiece-style BPE) ---- */
+
+/* Flags of tg_tokenizer_encode_ex. */
+enum {
+    TG_ENCODE_SPECIAL = 1, /* parse_special of tg_tokenizer_encode */
+    TG_ENCODE_BOS = 2,     /* prepend BOS (if the vocabulary has one) */
+    TG_ENCODE_EOS = 4,     /* append EOS (if the vocabulary has one) */
+};
+/* tg_tokenizer_encode with BOS/EOS chosen by the caller (e.g. a REPL's
+ * later lines: no BOS). */
+tg_status tg_tokenizer_encode_ex(tg_tokenizer *t, const char *text, size_t len, int flags,
+                                 int **ids, size_t *n_ids, tg_err *err);
+/* TG_VOCAB_GPT2 or TG_VOCAB_SPM. */
+int tg_tokenizer_kind(const tg_tokenizer *t);
+/* The flags tg_tokenizer_encode uses: TG_ENCODE_BOS / EOS when the
+ * vocabulary adds them. */
+int tg_tokenizer_default_flags(const tg_tokenizer *t);
+/* The bytes token id adds to a text when it follows token prev (-1: the
+ * first token, or unknown): tg_tokenizer_piece, except that a
+ * SentencePiece piece right after BOS loses its leading space (the dummy
+ * prefix; llama2.c's rule). For streaming. */
+const char *tg_tokenizer_piece_after(const tg_tokenizer *t, int prev, int id, size_t *len);
+
 /* The bytes token `id` decodes to (*len of them, then a NUL), or NULL if id
  * is out of range. Special tokens decode to their own text. */
 const char *tg_tokenizer_piece(const tg_tokenizer *t, int id, size_t *len);
 
 /* Decodes ids[n] into a malloc'd, NUL-terminated byte string (*out, *len
- * bytes before the NUL). An id outside [0, V) is TG_ERR_ARG. */
+ * bytes before the NUL). An id outside [0, V) is TG_ERR_ARG. SentencePiece:
+ * control tokens decode to nothing and the dummy-prefix space is dropped
+ * (from the first token and from the one after BOS), so
+ * decode(encode(x)) == x. */
 tg_status tg_tokenizer_decode(const tg_tokenizer *t, const int *ids, size_t n, char **out,
                               size_t *len, tg_err *err);
 

@@ -39,6 +39,7 @@ static void help(FILE *f) {
             "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
             "                       this CPU supports)\n"
             RUN_HELP_NO_CHECK
+            RUN_HELP_TOKENIZER
             "A model trained with train --task shows an example of its task, the marks\n"
             "labelled (attention --task NAME --help).\n",
             DEFAULT_PROMPT, ATTN_SVG_RECT_MAX_T);
@@ -63,6 +64,7 @@ int cmd_attention(int argc, char **argv) {
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
         {RUN_OPT_NO_CHECK(&ro.no_check)},
+        {RUN_OPT_TOKENIZER(&ro.tokenizer)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

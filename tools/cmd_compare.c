@@ -1,7 +1,7 @@
 /* cmd_compare.c — `tinygpt compare A B`: two checkpoints side by side,
  * typically one single-head and one multi-head model of the same size.
  *
- *   1. configuration          layers, heads, head size, width, context, ...
+ *   1. configuration          layers, heads, kv heads, head size, width, context, KV bytes, ...
  *   2. quality on a text      nats/token, perplexity, nats/byte, loss by
  *                             position in the window, in-context score
  *   3. speed                  prefill and decode tok/s at the same context,
@@ -119,13 +119,16 @@ static int same_vocab(const tg_vocab *a, const tg_vocab *b) {
 static void print_text(side *sd[2], int N, int do_agree, const tg_agreement *ag,
                        size_t head_tokens) {
     printf("== 1. configuration\n%-22s %14s %14s\n", "", "A", "B");
-    const char *rows[] = {"layers", "heads", "head size", "width", "context", "vocab", "parameters"};
-    for (int r = 0; r < 7; r++) {
+    const char *rows[] = {"layers", "heads", "kv heads", "head size", "width", "context", "vocab",
+                          "parameters", "KV bytes/token", "KV bytes/context"};
+    for (int r = 0; r < 10; r++) {
         printf("%-22s", rows[r]);
         for (int i = 0; i < 2; i++) {
             const tg_gpt2_config *c = sd[i]->cfg;
-            long v[] = {c->n_layer, c->n_head, c->n_embd / c->n_head, c->n_embd, c->n_ctx,
-                        c->n_vocab, (long)sd[i]->n_params};
+            long kvt = (long)tg_gpt_kv_bytes_per_token(sd[i]->rc.gpt);
+            long v[] = {c->n_layer, c->n_head, tg_config_n_kv_head(c), tg_config_head_dim(c),
+                        c->n_embd, c->n_ctx, c->n_vocab, (long)sd[i]->n_params, kvt,
+                        kvt * c->n_ctx};
             printf(" %14ld", v[r]);
         }
         printf("\n");
@@ -164,13 +167,14 @@ static void print_text(side *sd[2], int N, int do_agree, const tg_agreement *ag,
     for (int i = 0; i < 2; i++) {
         side *s = sd[i];
         printf("%s: baseline loss %.4f\n", s->name, s->ha.baseline_loss);
-        printf("  %5s %4s %8s %8s %8s %8s %8s %8s  %s\n", "layer", "head", "entropy", "conf",
-               "sink", "prev", "induct", "Δloss", "class");
+        printf("  %5s %4s %3s %8s %8s %8s %8s %8s %8s  %s\n", "layer", "head", "kv", "entropy",
+               "conf", "sink", "prev", "induct", "Δloss", "class");
         for (int l = 0; l < s->cfg->n_layer; l++)
             for (int h = 0; h < s->cfg->n_head; h++) {
                 const tg_head_result *r = &s->ha.heads[l * s->cfg->n_head + h];
                 const tg_head_stats *hs = &r->stats;
-                printf("  %5d %4d %8.3f %8.3f %8.3f %8.3f %8.3f %+8.4f  %s\n", l, h, hs->entropy,
+                printf("  %5d %4d %3d %8.3f %8.3f %8.3f %8.3f %8.3f %+8.4f  %s\n", l, h, r->kv_head,
+                       hs->entropy,
                        hs->confidence, hs->sink, hs->prev, hs->induction, r->ablation_delta,
                        r->cls);
             }
@@ -394,7 +398,7 @@ int cmd_compare(int argc, char **argv) {
     for (int i = 0; i < 2; i++) {
         side *s = &S[i];
         s->cfg = tg_gpt_config(s->rc.gpt);
-        s->n_params = tg_gpt2_n_params(s->cfg, s->rc.model.w.tied);
+        s->n_params = tg_model_n_params(&s->rc.model);
         if (tg_tokenizer_encode(s->rc.tok, text, len, 0, &s->ids, &s->n_ids, &err)) {
             code = cli_error(CMD, "%s: %s", text_path, err.msg);
             goto done;

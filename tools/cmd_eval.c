@@ -58,6 +58,8 @@ static void help(FILE *f) {
             "                      this CPU supports)\n"
             "  --no-check          do not scan the weights for NaN/inf at load (huge files; a\n"
             "                      non-finite logit still stops the run)\n"
+            "  --tokenizer PATH    use this vocabulary instead of the model's: llama2.c\n"
+            "                      tokenizer.bin, GGUF, tokenizer.json or HF folder\n"
             "By default the windows do not overlap and each scores every token but its\n"
             "first, so a token has 0 to N-1 tokens of context (N/2 on average) and the\n"
             "perplexity is higher than with --stride or --first-half.\n"
@@ -121,6 +123,7 @@ int cmd_eval(int argc, char **argv) {
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
         {RUN_OPT_NO_CHECK(&ro.no_check)},
+        {RUN_OPT_TOKENIZER(&ro.tokenizer)},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {0},
     };

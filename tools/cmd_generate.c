@@ -72,6 +72,7 @@ static void help(FILE *f) {
             "                        ending in \\ adds no newline; Ctrl-C stops a\n"
             "                        continuation, Ctrl-D exits\n"
             RUN_HELP_NO_CHECK
+            RUN_HELP_TOKENIZER
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
             "(<|endoftext|>), stop (a --stop string), context (full, with --keep 0) or\n"
@@ -308,6 +309,8 @@ typedef struct cont {
     size_t tokens_len;
     char pend[8]; /* bytes of a character no token has finished yet */
     size_t n_pend;
+    int prev;     /* the token before the next one, or -1 (a SentencePiece piece after BOS
+                     drops its dummy-prefix space) */
 } cont;
 
 typedef struct cand {
@@ -415,7 +418,8 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
         tg_sampler_accept(smp, tok);
         c->n_out++;
         size_t plen = 0;
-        const char *piece = tg_tokenizer_piece(g->rc->tok, tok, &plen);
+        const char *piece = tg_tokenizer_piece_after(g->rc->tok, c->prev, tok, &plen);
+        c->prev = tok;
         int hit = stop_put(sf, piece ? piece : "", piece ? plen : 0);
         if (hit < 0 || k->oom) {
             st = tg_fail(&g->err, TG_ERR_NOMEM, "out of memory");
@@ -523,6 +527,7 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
         stream_init(&k.ts, stdout);
         stop_filter sf;
         cont c = {0};
+        c.prev = n_prompt > 0 ? pids[n_prompt - 1] : -1;
         if (o->json) c.tokens = open_memstream(&c.tokens_buf, &c.tokens_len);
         if (stop_init(&sf, o->stops, o->n_stops, sink_emit, &k) || (o->json && !c.tokens)) {
             code = cli_error(CMD, "out of memory");
@@ -620,6 +625,7 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
     for (int want = have_prompt;; want = 1) {
         if (want && tg_gpt_n_pos(g->rc->gpt) > 0) { /* logits are there to sample from */
             cont c = {0};
+            c.prev = -1;
             stop_reset(&sf);
             k.n = 0;
             tg_status st = continue_text(g, smp, &sf, &k, &c, turns++);
@@ -658,8 +664,11 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
         if (n > 0) {
             int *ids = NULL;
             size_t n_ids = 0;
-            tg_status st = tg_tokenizer_encode(g->rc->tok, line, (size_t)n, 1, &ids, &n_ids,
-                                               &g->err);
+            /* BOS (SentencePiece) only at the start of the conversation */
+            int fl = TG_ENCODE_SPECIAL |
+                     (tg_gpt_n_pos(g->rc->gpt) == 0 ? tg_tokenizer_default_flags(g->rc->tok) : 0);
+            tg_status st = tg_tokenizer_encode_ex(g->rc->tok, line, (size_t)n, fl, &ids, &n_ids,
+                                                  &g->err);
             if (!st && n_ids > 0) {
                 if (g->keep == 0 && tg_gpt_n_pos(g->rc->gpt) + (int)n_ids > g->C)
                     st = tg_fail(&g->err, TG_ERR_RANGE, "the context is full (%d tokens; "
@@ -717,6 +726,7 @@ int cmd_generate(int argc, char **argv) {
         {CLI_INT("--top-logprobs", NULL, &o.top_logprobs, 0, MAX_TOP_LOGPROBS)},
         {CLI_FLAG("-i", "--interactive", &o.interactive, 1)},
         {RUN_OPT_NO_CHECK(&o.ro.no_check)},
+        {RUN_OPT_TOKENIZER(&o.ro.tokenizer)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

@@ -11,6 +11,7 @@
 
 #include "model/tokenizer.h"
 #include "tools/cli.h"
+#include "tools/inspect_llama.h"
 #include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/gpt2.h"
@@ -18,7 +19,8 @@
 
 static const char *usage_text =
     "usage: tinygpt inspect PATH [--json]\n"
-    "  PATH     a GGUF file or a Hugging Face GPT-2 folder\n"
+    "  PATH     a GGUF file, a Hugging Face GPT-2 or Llama folder, or a llama2.c\n"
+    "           checkpoint (.bin, ak42 v1/v2)\n"
     "  --json   print one JSON object instead of text\n"
     "Prints the format, the configuration, the parameter count, every tensor (name,\n"
     "type, shape, bytes, offset), the tokenizer and the problems found. Problems are\n"
@@ -75,7 +77,7 @@ static void usability(report *r) {
         }
     } else if (!r->vocab_only) {
         tg_gpt2_model m; /* a Hugging Face folder: the checked load names the first */
-        if (tg_gpt2_load(&m, r->path, 0, &err)) add_problem(r, "%s", err.msg);
+        if (tg_model_load(&m, r->path, 0, &err)) add_problem(r, "%s", err.msg);
         else tg_gpt2_free(&m);
     }
     if (!r->m.vocab.n_tokens) return;
@@ -279,6 +281,8 @@ int cmd_inspect(int argc, char **argv) {
     tg_err err = {{0}};
     struct stat sb;
     if (stat(path, &sb) != 0) return cli_error("inspect", "%s: no such file or folder", path);
+    int lr = inspect_llama(path, json); /* llama2.c files, HF Llama folders */
+    if (lr >= 0) return lr;
     if (S_ISDIR(sb.st_mode)) {
         snprintf(r.format, sizeof r.format, "Hugging Face folder");
         char st_path[4096];
@@ -298,7 +302,7 @@ int cmd_inspect(int argc, char **argv) {
         if (!r.n_problems) {
             r.vocab_only = !has_weights;
             int flags = TG_LOAD_NO_CHECK | (r.vocab_only ? TG_LOAD_VOCAB_ONLY : 0);
-            if (tg_gpt2_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
+            if (tg_model_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
             else r.loaded = 1;
         }
     } else {
@@ -306,6 +310,11 @@ int cmd_inspect(int argc, char **argv) {
         tg_gguf *g;
         if (tg_gguf_open(&g, path, &err)) {
             /* not even a GGUF: nothing to describe */
+            char why[200];
+            if (strstr(err.msg, "not a GGUF file (magic")) {
+                inspect_llama_why(path, why, sizeof why);
+                if (why[0]) return cli_error("inspect", "%s, nor a llama2.c checkpoint (%s)", err.msg, why);
+            }
             return cli_error("inspect", "%s", err.msg);
         }
         r.version = tg_gguf_version(g);
@@ -316,7 +325,7 @@ int cmd_inspect(int argc, char **argv) {
         r.vocab_only = tg_gguf_n_tensors(g) == 0;
         tg_gguf_close(g);
         int flags = TG_LOAD_NO_CHECK | (r.vocab_only ? TG_LOAD_VOCAB_ONLY : 0);
-        if (tg_gpt2_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
+        if (tg_model_load(&r.m, path, flags, &err)) add_problem(&r, "%s", err.msg);
         else r.loaded = 1;
     }
     if (r.loaded) usability(&r);

@@ -49,7 +49,9 @@ static const char sweep_legend[] =
     "columns: ctx = positions in the cache; step µs = median decode step; attn µs = its\n"
     "attention (scores + softmax + mix, all layers and heads); attn % = attn / step;\n"
     "µs/head = attn µs / (layers x heads); scores, softmax, mix = the three parts in µs\n"
-    "per step; GFLOP/s = attention's flops per second; % roof = its roofline bound.\n";
+    "per step; GFLOP/s = attention's flops per second; % roof = its roofline bound;\n"
+    "KV KiB = the K/V cache bytes one step's attention reads (KV heads x head size x\n"
+    "positions x layers x 2, f32: grouped-query and multi-query models read less).\n";
 
 static void usage_text(FILE *f) {
     fprintf(f,
@@ -428,14 +430,14 @@ static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f)
     const tg_gpt2_config *c = rp->cfg;
     if (rp->a->format == FMT_CSV) {
         fprintf(f, "ctx,steps,step_us,attn_us,attn_pct,us_per_head,scores_us,softmax_us,mix_us,"
-                   "attn_gflops,attn_roofline_pct\n");
+                   "attn_gflops,attn_roofline_pct,kv_bytes\n");
         for (int i = 0; i < n; i++) {
             const sweep_row *r = &rows[i];
             fprintf(f, "%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.6g,", r->ctx, r->steps, r->step_us,
                     r->attn_us, r->attn_pct, r->us_per_head, r->part_us[0], r->part_us[1],
                     r->part_us[2], r->attn_gflops);
-            if (r->attn_roof_pct >= 0) fprintf(f, "%.4f\n", r->attn_roof_pct);
-            else fprintf(f, "\n");
+            if (r->attn_roof_pct >= 0) fprintf(f, "%.4f", r->attn_roof_pct);
+            fprintf(f, ",%.0f\n", r->kv_bytes);
         }
         return;
     }
@@ -460,17 +462,18 @@ static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f)
     }
     print_header_lines(rp, f);
     fprintf(f, "\ndecode at growing context (median of %ld steps each; attention = scores + "
-               "softmax + mix, %d heads of %d per layer):\n",
-            rp->a->sweep_steps, c->n_head, c->n_embd / c->n_head);
-    fprintf(f, "%7s %10s %10s %7s %9s %9s %9s %9s %9s %7s\n", "ctx", "step µs", "attn µs",
-            "attn %", "µs/head", "scores", "softmax", "mix", "GFLOP/s", "% roof");
+               "softmax + mix, %d heads of %d per layer, %d KV heads):\n",
+            rp->a->sweep_steps, c->n_head, tg_config_head_dim(c), tg_config_n_kv_head(c));
+    fprintf(f, "%7s %10s %10s %7s %9s %9s %9s %9s %9s %7s %10s\n", "ctx", "step µs", "attn µs",
+            "attn %", "µs/head", "scores", "softmax", "mix", "GFLOP/s", "% roof", "KV KiB");
     for (int i = 0; i < n; i++) {
         const sweep_row *r = &rows[i];
         fprintf(f, "%7d %10.1f %10.1f %6.1f%% %9.3f %9.1f %9.1f %9.1f %9.2f", r->ctx, r->step_us,
                 r->attn_us, r->attn_pct, r->us_per_head, r->part_us[0], r->part_us[1],
                 r->part_us[2], r->attn_gflops);
-        if (r->attn_roof_pct >= 0) fprintf(f, " %6.1f%%\n", r->attn_roof_pct);
-        else fprintf(f, " %7s\n", "-");
+        if (r->attn_roof_pct >= 0) fprintf(f, " %6.1f%%", r->attn_roof_pct);
+        else fprintf(f, " %7s", "-");
+        fprintf(f, " %10.1f\n", r->kv_bytes / 1024.0);
     }
     fprintf(f, "\n%s", sweep_legend);
 }

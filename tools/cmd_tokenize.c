@@ -7,6 +7,7 @@
 
 #include "model/tokenizer.h"
 #include "tools/cli.h"
+#include "tools/run.h"
 #include "weights/gpt2.h"
 
 static const char *const CMD = "tokenize";
@@ -27,7 +28,9 @@ static void help(FILE *f) {
             "  --verbose           one token per line: id and its bytes, escaped\n"
             "  --no-parse-special  treat \"<|endoftext|>\" in the text as plain text (as the\n"
             "                      reference GPT-2 encoder does); by default it is the special\n"
-            "                      token, as in `generate`\n");
+            "                      token, as in `generate`\n"
+            "  --tokenizer PATH    use this vocabulary instead of the model's: llama2.c\n"
+            "                      tokenizer.bin, GGUF, tokenizer.json or HF folder\n");
 }
 
 /* The length of the well-formed UTF-8 character at s[0..n), or 0. */
@@ -83,7 +86,7 @@ static void put_json_str(FILE *f, const char *s) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *file = NULL;
+    const char *model_path = NULL, *prompt = NULL, *file = NULL, *tok_path = NULL;
     int json = 0, verbose = 0, parse_special = 1;
     const cli_opt opts[] = {
         {CLI_STR("-m", "--model", &model_path)},
@@ -93,6 +96,7 @@ int cmd_tokenize(int argc, char **argv) {
         {CLI_FLAG("--json", NULL, &json, 1)},
         {CLI_FLAG("--verbose", NULL, &verbose, 1)},
         {CLI_FLAG("--no-parse-special", NULL, &parse_special, 0)},
+        {CLI_STR("--tokenizer", NULL, &tok_path)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);
@@ -117,7 +121,14 @@ int cmd_tokenize(int argc, char **argv) {
     int *ids = NULL;
     size_t n_ids = 0;
     int code = EXIT_OK;
-    if (tg_gpt2_load(&m, model_path, 1, &err)) {
+    if (tok_path) { /* the vocabulary alone: no model needed */
+        memset(&m, 0, sizeof m);
+        if ((code = run_use_tokenizer(CMD, &m.vocab, tok_path)) != EXIT_OK) {
+            free(text);
+            return code;
+        }
+        model_path = tok_path;
+    } else if (tg_model_load(&m, model_path, 1, &err)) {
         free(text);
         return cli_error(CMD, "%s", err.msg);
     }
@@ -147,6 +158,10 @@ int cmd_tokenize(int argc, char **argv) {
         for (size_t i = 0; i < n_ids; i++) {
             size_t pl;
             const char *piece = tg_tokenizer_piece(tok, ids[i], &pl);
+            if (pl == 0 && tg_tokenizer_is_special(tok, ids[i])) { /* <s>: no bytes, show its name */
+                piece = m.vocab.tokens[ids[i]];
+                pl = strlen(piece);
+            }
             printf("%6d '", ids[i]);
             put_escaped(stdout, piece, pl);
             fputs("'\n", stdout);

@@ -25,7 +25,7 @@ int perf_load(const char *cmd, const char *isa_name, const char *path, int no_ch
     if (!path)
         return cli_error(cmd, "no model: pass -m MODEL.gguf (weights/shakespeare-4h.gguf "
                               "was not found)");
-    if (tg_gpt2_load(m, path, no_check ? TG_LOAD_NO_CHECK : 0, &err) != TG_OK)
+    if (tg_model_load(m, path, no_check ? TG_LOAD_NO_CHECK : 0, &err) != TG_OK)
         return cli_error(cmd, "%s", err.msg);
     if (!m->has_weights) {
         tg_gpt2_free(m);

@@ -12,6 +12,16 @@ double run_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path) {
+    if (!path) return EXIT_OK;
+    tg_vocab v;
+    tg_err err = {{0}};
+    if (tg_vocab_load(&v, path, &err)) return cli_error(cmd, "--tokenizer: %s", err.msg);
+    tg_vocab_free(vocab);
+    *vocab = v;
+    return EXIT_OK;
+}
+
 int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opts *o) {
     memset(rc, 0, sizeof *rc);
     rc->eos = -1;
@@ -26,9 +36,14 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
                          "model.safetensors, vocab.json, merges.txt), or set $TINYGPT_MODEL");
     rc->model_path = model_path;
     tg_err err = {{0}};
-    if (tg_gpt2_load(&rc->model, model_path, o->no_check ? TG_LOAD_NO_CHECK : 0, &err)) {
+    if (tg_model_load(&rc->model, model_path, o->no_check ? TG_LOAD_NO_CHECK : 0, &err)) {
         memset(&rc->model, 0, sizeof rc->model);
         return cli_error(cmd, "%s", err.msg);
+    }
+    int rt = run_use_tokenizer(cmd, &rc->model.vocab, o->tokenizer);
+    if (rt != EXIT_OK) {
+        run_close(rc);
+        return rt;
     }
     int C = rc->model.cfg.n_ctx;
     if (o->n_ctx > C) {
@@ -38,7 +53,7 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
     }
     if (tg_tokenizer_create(&rc->tok, &rc->model.vocab, &err)) {
         run_close(rc);
-        return cli_error(cmd, "%s: %s", model_path, err.msg);
+        return cli_error(cmd, "%s: %s", o->tokenizer ? o->tokenizer : model_path, err.msg);
     }
     /* A model may pad its vocabulary past the tokenizer's (ids without a
      * piece print nothing), but every id the tokenizer makes must exist. */
@@ -46,7 +61,7 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
     if (nt > V) {
         run_close(rc);
         return cli_error(cmd, "%s: the tokenizer has %d tokens but the model only %d",
-                         model_path, nt, V);
+                         o->tokenizer ? o->tokenizer : model_path, nt, V);
     }
     rc->eos = tg_tokenizer_eos(rc->tok);
     if (rc->eos < 0) rc->eos = tg_tokenizer_token_id(rc->tok, "<|endoftext|>");

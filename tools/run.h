@@ -13,6 +13,7 @@ typedef struct run_opts {
     int n_ctx;        /* 0: the model's context */
     int ctx_min;      /* smallest --ctx the command accepts (for the message) */
     int no_check;     /* --no-check: skip the load-time scan for NaN/inf weights */
+    const char *tokenizer; /* --tokenizer: a vocabulary used instead of the model's, or NULL */
 } run_opts;
 
 /* The option every command that loads a model takes, and its help line
@@ -21,6 +22,16 @@ typedef struct run_opts {
 #define RUN_HELP_NO_CHECK \
     "  --no-check            do not scan the weights for NaN/inf at load (huge files; a\n" \
     "                        non-finite logit still stops the run)\n"
+
+/* --tokenizer PATH, wherever a model is loaded (dst: a const char *). */
+#define RUN_OPT_TOKENIZER(dst) CLI_STR("--tokenizer", NULL, dst)
+#define RUN_HELP_TOKENIZER \
+    "  --tokenizer PATH      use this vocabulary instead of the model's: llama2.c\n" \
+    "                        tokenizer.bin, GGUF, tokenizer.json or Hugging Face folder\n"
+
+/* Replaces *vocab with the one at path (NULL: keeps it). Returns EXIT_OK,
+ * or the exit code after printing a one-line error (vocab then unchanged). */
+int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path);
 
 typedef struct run_ctx {
     tg_gpt2_model model;

@@ -170,17 +170,6 @@ tg_status tg_gpt2_config_check(const tg_gpt2_config *c, const char *where, tg_er
 
 /* ---- vocabulary ------------------------------------------------------------- */
 
-void tg_vocab_free(tg_vocab *v) {
-    for (int i = 0; v->tokens && i < v->n_tokens; i++) free(v->tokens[i]);
-    for (int i = 0; v->merges && i < v->n_merges; i++) free(v->merges[i]);
-    free(v->tokens);
-    free(v->merges);
-    free(v->token_type);
-    free(v->pre);
-    memset(v, 0, sizeof *v);
-    v->bos_id = v->eos_id = -1;
-}
-
 tg_status tg_vocab_bytes(tg_vocab *v, tg_err *err) {
     memset(v, 0, sizeof *v);
     v->bos_id = v->eos_id = 256;
@@ -203,92 +192,12 @@ oom:
     return tg_fail(err, TG_ERR_NOMEM, "byte vocabulary: out of memory");
 }
 
-static char *dup_checked(const char *s, size_t len) {
-    if (memchr(s, 0, len)) return NULL;
-    char *d = malloc(len + 1);
-    if (d) {
-        memcpy(d, s, len);
-        d[len] = 0;
-    }
-    return d;
-}
-
-/* tokenizer.ggml.* -> vocab. */
-static tg_status vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required, tg_err *err) {
-    memset(v, 0, sizeof *v);
-    v->bos_id = v->eos_id = -1;
-    const char *s;
-    size_t len;
-    const tg_gguf_kv *model = tg_gguf_find_kv(g, "tokenizer.ggml.model");
-    if (!model) {
-        if (required) return tg_fail(err, TG_ERR_FORMAT, "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", path);
-        return TG_OK;
-    }
-    tg_status st = tg_gguf_get_str(g, "tokenizer.ggml.model", &s, &len, err);
-    if (st) return st;
-    if (len != 4 || memcmp(s, "gpt2", 4))
-        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model is '%.*s', only 'gpt2' (byte-level BPE) is supported",
-                       path, (int)(len > 64 ? 64 : len), s);
-    const tg_gguf_kv *tok = tg_gguf_find_kv(g, "tokenizer.ggml.tokens");
-    if (!tok || tok->type != TG_GGUF_ARRAY || tok->arr_type != TG_GGUF_STRING)
-        return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.tokens is missing or not an array of strings", path);
-    if (tok->n < 1 || tok->n > (1 << 24))
-        return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.tokens has %" PRIu64 " entries (1 to 2^24 allowed)", path, tok->n);
-    int n = (int)tok->n;
-    if (!(v->tokens = calloc((size_t)n, sizeof *v->tokens))) goto oom;
-    v->n_tokens = n;
-    for (int i = 0; i < n; i++) {
-        tg_gguf_kv_str(g, tok, (uint64_t)i, &s, &len);
-        if (!(v->tokens[i] = dup_checked(s, len))) {
-            if (memchr(s, 0, len))
-                return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%d] contains a NUL byte", path, i);
-            goto oom;
-        }
-    }
-    const tg_gguf_kv *tt = tg_gguf_find_kv(g, "tokenizer.ggml.token_type");
-    if (tt) {
-        if (tt->type != TG_GGUF_ARRAY || tt->arr_type != TG_GGUF_INT32 || tt->n != tok->n)
-            return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.token_type must be an int32 array of %d entries", path, n);
-        if (!(v->token_type = malloc((size_t)n * sizeof *v->token_type))) goto oom;
-        for (int i = 0; i < n; i++) v->token_type[i] = (int32_t)tg_gguf_kv_int(tt, (uint64_t)i);
-    }
-    const tg_gguf_kv *mg = tg_gguf_find_kv(g, "tokenizer.ggml.merges");
-    if (mg) {
-        if (mg->type != TG_GGUF_ARRAY || mg->arr_type != TG_GGUF_STRING || mg->n > (1 << 24))
-            return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.merges must be an array of strings", path);
-        int nm = (int)mg->n;
-        if (!(v->merges = calloc(nm ? (size_t)nm : 1, sizeof *v->merges))) goto oom;
-        v->n_merges = nm;
-        for (int i = 0; i < nm; i++) {
-            tg_gguf_kv_str(g, mg, (uint64_t)i, &s, &len);
-            const char *sp = memchr(s, ' ', len);
-            if (!sp || sp == s || sp == s + len - 1 || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
-                return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.merges[%d] is not 'left right'", path, i);
-            if (!(v->merges[i] = dup_checked(s, len))) {
-                if (memchr(s, 0, len))
-                    return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.merges[%d] contains a NUL byte", path, i);
-                goto oom;
-            }
-        }
-    }
-    const char *ids[2] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
-    int *dst[2] = {&v->bos_id, &v->eos_id};
-    for (int k = 0; k < 2; k++) {
-        if (!tg_gguf_find_kv(g, ids[k])) continue;
-        uint64_t id;
-        if ((st = tg_gguf_get_uint(g, ids[k], &id, err))) return st;
-        if (id >= (uint64_t)n)
-            return tg_fail(err, TG_ERR_FORMAT, "%s: %s = %" PRIu64 " is not a token id (vocabulary of %d)", path, ids[k], id, n);
-        *dst[k] = (int)id;
-    }
-    if (tg_gguf_find_kv(g, "tokenizer.ggml.pre")) {
-        if ((st = tg_gguf_get_str(g, "tokenizer.ggml.pre", &s, &len, err))) return st;
-        if (!(v->pre = dup_checked(s, len)))
-            return tg_fail(err, TG_ERR_FORMAT, "%s: tokenizer.ggml.pre is not a valid string", path);
-    }
-    return TG_OK;
-oom:
-    return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory reading the tokenizer", path);
+/* tokenizer.ggml.* -> vocab (weights/vocab.c reads gpt2 and llama ones). */
+tg_status wt_vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required, tg_err *err) {
+    tg_status s = tg_vocab_from_gguf(v, g, path, err);
+    if (!s && required && v->n_tokens == 0)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", path);
+    return s;
 }
 
 /* ---- GGUF -> model ---------------------------------------------------------- */
@@ -310,7 +219,7 @@ static tg_status config_from_gguf(tg_gpt2_config *c, const tg_gguf *g, const cha
     if (s == TG_ERR_ARG) return tg_fail(err, TG_ERR_FORMAT, "%s: key 'general.architecture' is missing", path);
     if (s) return s;
     if (len != 4 || memcmp(arch, "gpt2", 4))
-        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: architecture '%.*s' is not supported (only gpt2)", path,
+        return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: architecture '%.*s' is not supported (gpt2, llama)", path,
                        (int)(len > 64 ? 64 : len), arch);
     struct { const char *key; int *dst; } keys[] = {
         {"gpt2.block_count", &c->n_layer},         {"gpt2.context_length", &c->n_ctx},
@@ -418,12 +327,12 @@ static tg_status tensor_view(gpt2_store *st, const tg_gguf_tensor *t, const floa
 }
 
 /* Binds an opened GGUF (owned by the store from here on) to m. */
-static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
+tg_status gpt2_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
     int vocab_only = flags & TG_LOAD_VOCAB_ONLY;
     gpt2_store *st = m->priv;
     tg_status s;
     const tg_gguf *g = st->gguf;
-    if ((s = vocab_from_gguf(&m->vocab, g, path, vocab_only, err))) return s;
+    if ((s = wt_vocab_from_gguf(&m->vocab, g, path, vocab_only, err))) return s;
     if (vocab_only) {
         /* the config is informative only here; a vocab-only file may lack it */
         if (tg_gguf_find_kv(g, "general.architecture") && tg_gguf_find_kv(g, "gpt2.block_count")) {
@@ -493,11 +402,6 @@ static tg_status bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err
     return TG_OK;
 }
 
-static tg_status load_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
-    gpt2_store *st = m->priv;
-    tg_status s = tg_gguf_open(&st->gguf, path, err);
-    return s ? s : bind_gguf(m, path, flags, err);
-}
 
 tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int flags, tg_err *err) {
     memset(m, 0, sizeof *m);
@@ -508,29 +412,19 @@ tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, i
     } else {
         gpt2_store *st = m->priv;
         s = tg_gguf_parse(&st->gguf, buf, len, m->path, err);
-        if (!s) s = bind_gguf(m, m->path, flags, err);
+        if (!s) s = wt_bind_gguf(m, m->path, flags, err);
     }
     if (s) tg_gpt2_free(m);
     return s;
 }
 
 tg_status tg_gpt2_load(tg_gpt2_model *m, const char *path, int flags, tg_err *err) {
-    memset(m, 0, sizeof *m);
-    m->vocab.bos_id = m->vocab.eos_id = -1;
-    if (!path || !*path) return tg_fail(err, TG_ERR_ARG, "model path is empty");
-    if (!(m->path = strdup(path)) || !(m->priv = calloc(1, sizeof(gpt2_store)))) {
-        tg_gpt2_free(m);
-        return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", path);
-    }
-    struct stat sb;
-    tg_status s;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) s = hf_load(m, path, flags, err);
-    else s = load_gguf(m, path, flags, err);
-    if (s) {
-        tg_gpt2_free(m);
-        return s;
-    }
-    return TG_OK;
+    tg_status s = tg_model_load(m, path, flags, err);
+    if (s || m->cfg.arch == TG_ARCH_GPT2) return s;
+    s = tg_fail(err, TG_ERR_UNSUPPORTED, "%s: a %s model; this needs a gpt2 model", path,
+                tg_arch_name(m->cfg.arch));
+    tg_gpt2_free(m);
+    return s;
 }
 
 void tg_gpt2_free(tg_gpt2_model *m) {
@@ -538,12 +432,14 @@ void tg_gpt2_free(tg_gpt2_model *m) {
     gpt2_store *st = m->priv;
     if (st) {
         tg_gguf_close(st->gguf);
+        if (st->reader_close) st->reader_close(st->reader);
         for (size_t i = 0; i < st->n_bufs; i++) free(st->bufs[i]);
         free(st->bufs);
         free(st);
     }
     tg_vocab_free(&m->vocab);
     free(m->w.layers);
+    free(m->llama.layers);
     free(m->path);
     memset(m, 0, sizeof *m);
     m->vocab.bos_id = m->vocab.eos_id = -1;
@@ -555,26 +451,8 @@ const struct tg_gguf *tg_gpt2_gguf(const tg_gpt2_model *m) {
 
 /* ---- model -> GGUF ---------------------------------------------------------- */
 
-static tg_status vocab_to_gguf(tg_gguf_writer *gw, const tg_vocab *v, tg_err *err) {
-    tg_status s;
-    if ((s = tg_gguf_set_str(gw, "tokenizer.ggml.model", "gpt2", err))) return s;
-    if ((s = tg_gguf_set_str(gw, "tokenizer.ggml.pre", v->pre ? v->pre : "gpt-2", err))) return s;
-    if ((s = tg_gguf_set_arr_str(gw, "tokenizer.ggml.tokens", (const char *const *)v->tokens,
-                                 (uint64_t)v->n_tokens, err)))
-        return s;
-    int32_t *tt = malloc((size_t)v->n_tokens * sizeof *tt);
-    if (!tt) return tg_fail(err, TG_ERR_NOMEM, "gguf writer: out of memory");
-    for (int i = 0; i < v->n_tokens; i++)
-        tt[i] = v->token_type ? v->token_type[i] : (i == v->bos_id || i == v->eos_id) ? 3 : 1;
-    s = tg_gguf_set_arr(gw, "tokenizer.ggml.token_type", TG_GGUF_INT32, tt, (uint64_t)v->n_tokens, err);
-    free(tt);
-    if (s) return s;
-    if ((s = tg_gguf_set_arr_str(gw, "tokenizer.ggml.merges", (const char *const *)v->merges,
-                                 (uint64_t)(v->merges ? v->n_merges : 0), err)))
-        return s;
-    if (v->bos_id >= 0 && (s = tg_gguf_set_u32(gw, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id, err))) return s;
-    if (v->eos_id >= 0 && (s = tg_gguf_set_u32(gw, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id, err))) return s;
-    return TG_OK;
+tg_status wt_vocab_to_gguf(tg_gguf_writer *gw, const tg_vocab *v, tg_err *err) {
+    return tg_vocab_to_gguf(gw, v, err); /* gpt2 or llama conventions (weights/vocab.c) */
 }
 
 tg_status tg_dtype_parse(const char *name, tg_dtype *out) {
@@ -642,7 +520,7 @@ tg_status tg_gpt2_to_gguf_ex(tg_gguf_writer *gw, const tg_gpt2_config *cfg, cons
             return s;
         if (w->tied && (s = tg_gguf_set_bool(gw, "tinygpt.tied_embeddings", 1, err))) return s;
     }
-    if (vocab && vocab->n_tokens && (s = vocab_to_gguf(gw, vocab, err))) return s;
+    if (vocab && vocab->n_tokens && (s = wt_vocab_to_gguf(gw, vocab, err))) return s;
     if (!w) return TG_OK;
     if (!w->layers) return tg_fail(err, TG_ERR_ARG, "gpt2 writer: weights have no layers");
 

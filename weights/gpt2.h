@@ -14,16 +14,11 @@
 
 #include "engine/engine.h"
 #include "engine/status.h"
+#include "weights/config.h"
+#include "weights/llama.h"
+#include "weights/vocab.h"
 
-typedef struct tg_gpt2_config {
-    int n_layer;   /* L */
-    int n_head;    /* H */
-    int n_embd;    /* E */
-    int n_ctx;     /* C */
-    int n_vocab;   /* V */
-    int n_ff;      /* F */
-    float ln_eps;  /* layer_norm_epsilon (GPT-2: 1e-5) */
-} tg_gpt2_config;
+/* tg_gpt2_config (the config of every architecture) is in weights/config.h. */
 
 /* Matrices are typed views (engine/engine.h: f32, f16, bf16, q8_0, q4_0, as
  * the file stores them); layernorm gains, biases and the position
@@ -50,29 +45,24 @@ typedef struct tg_gpt2_weights {
     int tied;                      /* 1 when output.weight was absent */
 } tg_gpt2_weights;
 
-/* The byte-level BPE vocabulary, as stored in `tokenizer.ggml.*` or in
- * vocab.json + merges.txt. Token strings use GPT-2's byte→unicode mapping
- * (UTF-8 encoded), exactly as in the files. */
-typedef struct tg_vocab {
-    int n_tokens;
-    char **tokens;        /* [n_tokens], NUL-terminated */
-    int32_t *token_type;  /* [n_tokens] (1 normal, 3 control, ...) or NULL */
-    int n_merges;
-    char **merges;        /* [n_merges] "left right", rank = index */
-    int bos_id, eos_id;   /* -1 if absent */
-    char *pre;            /* tokenizer.ggml.pre, or NULL */
-} tg_vocab;
+/* The tokenizer vocabulary (struct tg_vocab, its readers and writer):
+ * weights/vocab.h. */
 
-/* A loaded checkpoint: owns the mapping/allocations behind every pointer.
- * GGUF matrices (F32, F16, BF16, Q8_0, Q4_0) are views straight into a
- * read-only memory map, in the file's type: never write through them. */
-typedef struct tg_gpt2_model {
+/* A loaded checkpoint of any architecture (struct tg_model; the old name
+ * tg_gpt2_model is the same type): owns the mapping/allocations behind
+ * every pointer. cfg.arch says which weights are filled: `w` for GPT-2,
+ * `llama` for Llama (the other stays zeroed). GGUF matrices (F32, F16,
+ * BF16, Q8_0, Q4_0) are views straight into a read-only memory map, in the
+ * file's type: never write through them. weights/model.h is the header new
+ * code includes (tg_model, tg_model_load). */
+typedef struct tg_model {
     tg_gpt2_config cfg;
-    tg_gpt2_weights w;     /* all NULL for a vocab-only file */
+    tg_gpt2_weights w;     /* arch GPT2; all NULL for a vocab-only file */
     tg_vocab vocab;
     int has_weights;
     char *path;
-    void *priv;            /* format-specific storage */
+    void *priv;            /* format-specific storage (weights/internal.h) */
+    tg_llama_weights llama; /* arch LLAMA */
 } tg_gpt2_model;
 
 /* Flags of tg_gpt2_load; 0 loads everything, checked. */
@@ -81,7 +71,10 @@ enum {
     TG_LOAD_NO_CHECK = 2,   /* skip the scan for non-finite values (huge files) */
 };
 
-/* Loads a GGUF file, or a Hugging Face GPT-2 folder (config.json,
+/* tg_model_load (weights/model.h) restricted to GPT-2: a checkpoint of
+ * another architecture is TG_ERR_UNSUPPORTED naming it, for the callers
+ * that handle GPT-2 weights themselves (convert, quantize, train).
+ * Loads a GGUF file, or a Hugging Face GPT-2 folder (config.json,
  * model.safetensors, vocab.json, merges.txt), by inspecting `path`.
  * GGUF matrices stay in their type (F32, F16, BF16, Q8_0, Q4_0; no
  * conversion); 1-D tensors and the position embedding are converted to f32
@@ -152,5 +145,7 @@ tg_status tg_vocab_bytes(tg_vocab *v, tg_err *err);
 /* Loads vocab.json + merges.txt from a Hugging Face folder. n_min pads the
  * vocabulary to at least that many tokens ("[PADi]", as llama.cpp does). */
 tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err);
+
+#include "weights/model.h" /* tg_model_load, for every includer of this header */
 
 #endif

@@ -206,6 +206,10 @@ tg_status tg_vocab_load_hf(tg_vocab *v, const char *dir, int n_min, tg_err *err)
     return s;
 }
 
+tg_status wt_json_object(const char *txt, size_t len, const char *path, cJSON **out, tg_err *err) {
+    return parse_json(txt, len, path, out, err);
+}
+
 /* ---- config.json ----------------------------------------------------------- */
 
 static tg_status cfg_int(const cJSON *cj, const char *path, const char *key, const char *alt, int dflt, int *out,

@@ -8,10 +8,14 @@
 #include "weights/gpt2.h"
 
 /* tg_gpt2_model.priv: whatever the weight pointers point into. */
+/* tg_model.priv of every architecture and reader (the name is historical). */
 typedef struct gpt2_store {
     tg_gguf *gguf;       /* kept mapped: aligned F32 tensors are used in place */
     float **bufs;        /* converted or transposed tensors we allocated */
     size_t n_bufs, cap_bufs;
+    void *reader;        /* another reader's handle the views point into
+                            (llama2.c file, HF Llama folder), or NULL */
+    void (*reader_close)(void *reader); /* frees it with the model */
 } gpt2_store;
 
 /* Allocates n floats owned by the store (freed with the model). */
@@ -25,6 +29,9 @@ char *wt_read_file(const char *path, size_t max, size_t *len, tg_err *err);
  * but whitespace. */
 struct cJSON;
 struct cJSON *wt_json_parse(const char *s, size_t n);
+/* A JSON object from n bytes with hf.c's checks (no \u0000 in a string, no
+ * key twice); path names it in errors. */
+tg_status wt_json_object(const char *txt, size_t len, const char *path, struct cJSON **out, tg_err *err);
 
 /* GPT-2's byte→unicode table: the UTF-8 of the code point byte b maps to
  * (at most 2 bytes + NUL). */
@@ -55,6 +62,20 @@ const void *gpt2_slot_data(const gpt2_slot *s);
  * flags: TG_LOAD_*. */
 tg_status gpt2_load_gguf_buffer(tg_gpt2_model *m, const void *buf, size_t len, int flags, tg_err *err);
 
+/* Binds an open GGUF (in m->priv's store) by its general.architecture:
+ * gpt2 (gpt2.c) or llama (llama.c); flags: TG_LOAD_*. */
+tg_status wt_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+tg_status gpt2_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+tg_status llama_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err *err);
+
+/* tokenizer.ggml.* -> v (gpt2.c; the vocabulary readers of every
+ * tokenizer.ggml.model hang off it). required: a missing tokenizer is an
+ * error, else an empty vocabulary. */
+tg_status wt_vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required,
+                             tg_err *err);
+/* tokenizer.ggml.* <- v (the writer side of the same). */
+tg_status wt_vocab_to_gguf(struct tg_gguf_writer *gw, const tg_vocab *v, tg_err *err);
+
 /* Loads a Hugging Face GPT-2 folder into m (hf.c); flags: TG_LOAD_*. */
 tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err);
 
@@ -71,5 +92,22 @@ tg_status hf_vocab_parse(tg_vocab *v, const char *vocab_json, size_t vocab_len, 
 tg_status hf_config_parse(tg_gpt2_config *c, int *bos, int *eos, const char *json, size_t len, const char *path,
                           tg_err *err);
 
+
+/* ---- Llama-family files other than GGUF (weights/llama_load.c) ---------- */
+
+/* The llama2.c hook of tg_model_load: when the regular file at path is a
+ * llama2.c checkpoint (the ak42 magic, or a legacy 7-int header whose sizes
+ * agree exactly with the file's length), loads it into m (config, the
+ * reader kept in m->priv's store, tg_llama_bind) and sets *claimed = 1.
+ * Otherwise *claimed = 0, TG_OK, and `why` (if non-NULL) says why the
+ * first bytes are not a legacy header, for the loader's "not a GGUF file"
+ * message. m->priv must be a gpt2_store. A llama2.c file has no
+ * vocabulary: m->vocab stays empty (the caller's --tokenizer gives one). */
+tg_status wt_llama2c_probe(struct tg_model *m, const char *path, int flags, int *claimed, char *why, size_t why_cap,
+                           tg_err *err);
+/* A Hugging Face LlamaForCausalLM folder (weights/hf_llama.h) into m, the
+ * vocabulary from its tokenizer.json when there is one (bos/eos from
+ * config.json when it names them). m->priv must be a gpt2_store. */
+tg_status hf_llama_load(struct tg_model *m, const char *dir, int flags, tg_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 #include "engine/arm/vec_neon.h"
 #include "engine/simd/ops_tmpl.h"
 #include "engine/simd/attn_tmpl.h"
+#include "engine/simd/llama_tmpl.h"
 
 void tg_kernels_init_ops_neon(tg_kernels *k) {
     k->softmax = softmax_neon;
@@ -15,4 +16,8 @@ void tg_kernels_init_ops_neon(tg_kernels *k) {
     k->attn_mix = attn_mix_neon;
     k->attn_decode = attn_decode_neon;
     k->attn_prefill = attn_prefill_neon;
+    k->rmsnorm = rmsnorm_neon;
+    k->silu_mul = silu_mul_neon;
+    k->rope = rope_neon;
+    k->attn_decode_gqa = attn_decode_gqa_neon;
 }

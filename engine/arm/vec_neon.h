@@ -47,6 +47,7 @@ static inline vf vsqrt(vf x) { return vsqrtq_f32(x); }
 static inline vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); } /* a*b+c */
 /* x > acc ? x : acc per lane: a NaN in x is skipped, like the reference's
  * `x > m ? x : m` (FMAX would propagate it). */
+static inline vf vswap_pairs(vf x) { return vrev64q_f32(x); } /* lanes 2i <-> 2i+1 */
 static inline vf vmax(vf acc, vf x) { return vbslq_f32(vcgtq_f32(x, acc), x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf4_u10advsimd(x); }
 

@@ -133,6 +133,63 @@ static void attn_prefill_ref(float *o, const float *q, const float *k, const flo
     }
 }
 
+/* y[T,N] = x / sqrt(mean(x²) + eps) · g */
+static void rmsnorm_ref(float *y, const float *x, const float *g, int T, int n, float eps) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * n;
+        float *yt = y + (size_t)t * n;
+        float ss = 0.0f;
+        for (int i = 0; i < n; i++) ss += xt[i] * xt[i];
+        float r = 1.0f / sqrtf(ss / (float)n + eps);
+        for (int i = 0; i < n; i++) yt[i] = xt[i] * r * g[i];
+    }
+}
+
+/* y[N] = a / (1 + exp(-a)) · b */
+static void silu_mul_ref(float *y, const float *a, const float *b, int n) {
+    for (int i = 0; i < n; i++) y[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+}
+
+/* x[n_head, HS]: pair i of every head turned by (cs[i], sn[i]) */
+static void rope_ref(float *x, const float *cs, const float *sn, int n_head, int hs, int d,
+                     int halves) {
+    int half = d / 2;
+    for (int h = 0; h < n_head; h++) {
+        float *xh = x + (size_t)h * hs;
+        for (int i = 0; i < half; i++) {
+            float *a = halves ? xh + i : xh + 2 * i;
+            float *b = halves ? xh + i + half : xh + 2 * i + 1;
+            float x0 = *a, x1 = *b;
+            *a = x0 * cs[i] - x1 * sn[i];
+            *b = x0 * sn[i] + x1 * cs[i];
+        }
+    }
+}
+
+/* G queries over one K/V head; each K and V row is read once for all G */
+static void attn_decode_gqa_ref(float *o, float *p, const float *q, const float *k,
+                                const float *v, int n_pos, int hs, int g, float scale) {
+    for (int j = 0; j < n_pos; j++) {
+        const float *kj = k + (size_t)j * hs;
+        for (int r = 0; r < g; r++) {
+            const float *qr = q + (size_t)r * hs;
+            float s = 0.0f;
+            for (int i = 0; i < hs; i++) s += qr[i] * kj[i];
+            p[(size_t)r * n_pos + j] = s * scale;
+        }
+    }
+    for (int r = 0; r < g; r++) softmax_ref(p + (size_t)r * n_pos, n_pos);
+    for (int i = 0; i < g * hs; i++) o[i] = 0.0f;
+    for (int j = 0; j < n_pos; j++) {
+        const float *vj = v + (size_t)j * hs;
+        for (int r = 0; r < g; r++) {
+            float pj = p[(size_t)r * n_pos + j];
+            float *orow = o + (size_t)r * hs;
+            for (int i = 0; i < hs; i++) orow[i] += pj * vj[i];
+        }
+    }
+}
+
 void tg_kernels_init_ref(tg_kernels *k) {
     k->matmul = tg_matmul_ref;
     k->softmax = softmax_ref;
@@ -143,6 +200,10 @@ void tg_kernels_init_ref(tg_kernels *k) {
     k->attn_mix = attn_mix_ref;
     k->attn_decode = attn_decode_ref;
     k->attn_prefill = attn_prefill_ref;
+    k->rmsnorm = rmsnorm_ref;
+    k->silu_mul = silu_mul_ref;
+    k->rope = rope_ref;
+    k->attn_decode_gqa = attn_decode_gqa_ref;
     tg_kernels_init_train_ref(k);
     tg_kernels_init_quant_ref(k);
 }

@@ -28,6 +28,15 @@ static inline float hsum(vec v) {
     return _mm_cvtss_f32(b);
 }
 
+/* lane r = the sum of v[r]'s lanes, for r < 8 (a fixed tree) */
+static inline __m256 hsum8(const vec v[8]) {
+    __m256 t0 = _mm256_hadd_ps(v[0], v[1]), t1 = _mm256_hadd_ps(v[2], v[3]);
+    __m256 t2 = _mm256_hadd_ps(v[4], v[5]), t3 = _mm256_hadd_ps(v[6], v[7]);
+    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    /* u0 = [v0..v3 over the low 128 | v0..v3 over the high 128], u1 for v4..v7 */
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
 #include "engine/x86/matmul_tmpl.h"
 
 UK(1) UK(2) UK(3) UK(4) UK(5) UK(6)

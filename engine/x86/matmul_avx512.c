@@ -29,6 +29,18 @@ static inline float hsum(vec v) {
     return _mm_cvtss_f32(b);
 }
 
+/* lane r = the sum of v[r]'s lanes, for r < 8: each folded to 256 bits
+ * (lo + hi), then AVX2's tree */
+static inline __m256 hsum8(const vec v[8]) {
+    __m256 h[8];
+    for (int r = 0; r < 8; r++)
+        h[r] = _mm256_add_ps(_mm512_castps512_ps256(v[r]), _mm512_extractf32x8_ps(v[r], 1));
+    __m256 t0 = _mm256_hadd_ps(h[0], h[1]), t1 = _mm256_hadd_ps(h[2], h[3]);
+    __m256 t2 = _mm256_hadd_ps(h[4], h[5]), t3 = _mm256_hadd_ps(h[6], h[7]);
+    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
 #include "engine/x86/matmul_tmpl.h"
 
 UK(1) UK(2) UK(3) UK(4) UK(5) UK(6) UK(7) UK(8)

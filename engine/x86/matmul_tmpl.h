@@ -42,12 +42,13 @@
 
 /* ---- GEMV: y[OUT] = W[OUT,IN] · x[IN] + b ------------------------------------ */
 
-/* One row: vector k of each group of four goes to a[k]; the remaining
- * full vectors and then the masked tail to a[0], a[1], ... in turn (a
- * fixed order). Four chains: a 2 KB row (mlp_down of a 128-wide model) is
- * 128 dependent FMAs on one chain of two, which out-of-order execution
- * overlaps with the next row only partly. */
-ALWAYS_INLINE void gemv_row(float *y, const float *x, const float *w, const float *b, int in) {
+/* One row's partial sums: vector k of each group of four goes to a[k];
+ * the remaining full vectors and then the masked tail to a[0], a[1], ...
+ * in turn (a fixed order), returned as one vector a0 + a1 + a2 + a3. Four
+ * chains: a 2 KB row (mlp_down of a 128-wide model) is 128 dependent FMAs
+ * on one chain of two, which out-of-order execution overlaps with the next
+ * row only partly. */
+ALWAYS_INLINE vec gemv_row_acc(const float *x, const float *w, int in) {
     vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
     int i = 0;
     for (; i + 4 * LANES <= in; i += 4 * LANES) {
@@ -72,7 +73,11 @@ ALWAYS_INLINE void gemv_row(float *y, const float *x, const float *w, const floa
         vmask m = vmask_n(in - i);
         a3 = vfma(vload_m(w + i, m), vload_m(x + i, m), a3);
     }
-    float s = hsum(vadd(vadd(a0, a1), vadd(a2, a3)));
+    return vadd(vadd(a0, a1), vadd(a2, a3));
+}
+
+ALWAYS_INLINE void gemv_row(float *y, const float *x, const float *w, const float *b, int in) {
+    float s = hsum(gemv_row_acc(x, w, in));
     *y = b ? s + *b : s;
 }
 
@@ -81,11 +86,28 @@ ALWAYS_INLINE void gemv_row(float *y, const float *x, const float *w, const floa
  * follow best. Measured on Zen 4 (bench/README.md), against the earlier
  * 4-8 rows sharing each load of x (with software prefetch of the next
  * rows): from L3 (the tiny model) 54 -> 95 GB/s, from DRAM 21 -> 23-25
- * GB/s; software prefetching of any distance or hint only lost. */
+ * GB/s; software prefetching of any distance or hint only lost.
+ * Rows in aligned groups of 8 (row index a multiple of 8, all 8 inside the
+ * range) keep that order of loads but add up their 8 partial-sum vectors
+ * in one transposing reduction (hsum8) instead of 8 horizontal sums, which
+ * cost as much as the FMAs of a 64-wide row (a Llama's short rows: the
+ * stories260K decode spent ~45% of its GEMV time in hsum). Whether a row
+ * is in a group depends only on its index and OUT (ranges start at
+ * multiples of TG_ROW_BLOCK and end at one or at OUT), so its value does
+ * not depend on o0/o1. */
 static void gemv(float *y, const float *x, const float *w, const float *b, int in, int o0,
                  int o1) {
-    for (int o = o0; o < o1; o++)
-        gemv_row(y + o, x, w + (size_t)o * in, b ? b + o : NULL, in);
+    int o = o0;
+    for (; o < o1 && (o & 7); o++) gemv_row(y + o, x, w + (size_t)o * in, b ? b + o : NULL, in);
+    for (; o + 8 <= o1; o += 8) {
+        vec acc[8];
+        UNROLL
+        for (int r = 0; r < 8; r++) acc[r] = gemv_row_acc(x, w + (size_t)(o + r) * in, in);
+        __m256 s = hsum8(acc);
+        if (b) s = _mm256_add_ps(s, _mm256_loadu_ps(b + o));
+        _mm256_storeu_ps(y + o, s);
+    }
+    for (; o < o1; o++) gemv_row(y + o, x, w + (size_t)o * in, b ? b + o : NULL, in);
 }
 
 /* ---- Few tokens: Y[T,OUT] for T = 2..FEW_T_MAX ------------------------------ */

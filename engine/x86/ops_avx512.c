@@ -4,6 +4,7 @@
 #include "engine/x86/vec_avx512.h"
 #include "engine/simd/ops_tmpl.h"
 #include "engine/simd/attn_tmpl.h"
+#include "engine/simd/llama_tmpl.h"
 
 void tg_kernels_init_ops_avx512(tg_kernels *k) {
     k->softmax = softmax_avx512;
@@ -14,4 +15,8 @@ void tg_kernels_init_ops_avx512(tg_kernels *k) {
     k->attn_mix = attn_mix_avx512;
     k->attn_decode = attn_decode_avx512;
     k->attn_prefill = attn_prefill_avx512;
+    k->rmsnorm = rmsnorm_avx512;
+    k->silu_mul = silu_mul_avx512;
+    k->rope = rope_avx512;
+    k->attn_decode_gqa = attn_decode_gqa_avx512;
 }

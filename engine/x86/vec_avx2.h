@@ -42,6 +42,7 @@ static inline vf vsqrt(vf x) { return _mm256_sqrt_ps(x); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* a*b+c */
 /* max(acc, x) where a NaN in x is skipped (MAXPS returns its second operand
  * when either is NaN), like the reference's `x > m ? x : m`. */
+static inline vf vswap_pairs(vf x) { return _mm256_permute_ps(x, 0xB1); } /* lanes 2i <-> 2i+1 */
 static inline vf vmax(vf acc, vf x) { return _mm256_max_ps(x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf8_u10avx2(x); }
 

@@ -545,3 +545,59 @@ Test(attn, prefill_split_bitidentical) {
         prefill_free(&c);
     }
 }
+
+/* ---- grouped-query decode ----------------------------------------------------- */
+
+/* G queries sharing one K/V head (head-major rows, ldk == hs): every query's
+ * weights and output against the double oracle of that query alone, the
+ * reference and every ISA, guard bytes around o[G,HS] and p[G,P]. */
+static void gqa_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck_rng *r, int P,
+                      int hs, int g) {
+    float *k = ck_alloc((size_t)P * hs), *v = ck_alloc((size_t)P * hs), *q = ck_alloc((size_t)g * hs);
+    ck_fill(r, k, (size_t)P * hs, -1.0f, 1.0f);
+    ck_fill(r, v, (size_t)P * hs, -1.0f, 1.0f);
+    ck_fill(r, q, (size_t)g * hs, -2.0f, 2.0f);
+    float scale = 1.0f / sqrtf((float)hs);
+    float *pt = ck_alloc((size_t)g * P), *ot = ck_alloc((size_t)g * hs);
+    float *pw = ck_alloc((size_t)g * P), *ow = ck_alloc((size_t)g * hs);
+    float *pe = ck_alloc((size_t)g * P), *oe = ck_alloc((size_t)g * hs);
+    float *p = ck_alloc((size_t)g * P), *o = ck_alloc((size_t)g * hs);
+    for (int i = 0; i < g; i++) {
+        attn_exact x = exact_new(P, hs);
+        attn_oracle(&x, q + (size_t)i * hs, k, v, P, hs, hs, scale);
+        memcpy(pe + (size_t)i * P, x.p, (size_t)P * sizeof(float));
+        memcpy(pt + (size_t)i * P, x.p_tol, (size_t)P * sizeof(float));
+        memcpy(oe + (size_t)i * hs, x.o, (size_t)hs * sizeof(float));
+        memcpy(ot + (size_t)i * hs, x.o_tol, (size_t)hs * sizeof(float));
+        exact_free(&x);
+    }
+    ref->k.attn_decode_gqa(ow, pw, q, k, v, P, hs, g, scale);
+    CK_EXPECT_CLOSE(pw, pe, pt, (size_t)g * P, "attn_decode_gqa reference p vs double P=%d hs=%d G=%d", P, hs, g);
+    CK_EXPECT_CLOSE(ow, oe, ot, (size_t)g * hs, "attn_decode_gqa reference o vs double P=%d hs=%d G=%d", P, hs, g);
+    for (int e = 0; e < n_eng; e++) {
+        const char *isa = tg_isa_name(eng[e].isa);
+        ck_poison(p, (size_t)g * P);
+        ck_poison(o, (size_t)g * hs);
+        eng[e].k.attn_decode_gqa(o, p, q, k, v, P, hs, g, scale);
+        CK_EXPECT_GUARDS(p, "attn_decode_gqa %s p P=%d hs=%d G=%d", isa, P, hs, g);
+        CK_EXPECT_GUARDS(o, "attn_decode_gqa %s o P=%d hs=%d G=%d", isa, P, hs, g);
+        CK_EXPECT_CLOSE(p, pw, pt, (size_t)g * P, "attn_decode_gqa %s p P=%d hs=%d G=%d", isa, P, hs, g);
+        CK_EXPECT_CLOSE(o, ow, ot, (size_t)g * hs, "attn_decode_gqa %s o P=%d hs=%d G=%d", isa, P, hs, g);
+    }
+    float *bufs[] = {k, v, q, pt, ot, pw, ow, pe, oe, p, o};
+    for (int i = 0; i < LEN(bufs); i++) ck_free(bufs[i]);
+}
+
+Test(attn, decode_gqa) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int groups[] = {1, 2, 3, 4, 8};
+    static const int hss[] = {1, 2, 5, 8, 12, 16, 17, 32, 64, 65, 128};
+    static const int ps[] = {1, 2, 15, 63, 64, 65, 129, 300};
+    for (int gi = 0; gi < LEN(groups); gi++)
+        for (int hi = 0; hi < LEN(hss); hi++)
+            for (int pi = 0; pi < LEN(ps); pi++)
+                gqa_check(&ref, eng, n_eng, &r, ps[pi], hss[hi], groups[gi]);
+}

@@ -6,13 +6,18 @@
  *            [--last-only] [--probe ATTN.f32] [--mask L:H,...]
  *   gpt_dump --isas            (prints the ISAs this CPU supports)
  *
- * MODEL is anything tg_gpt2_load reads, or a .tgraw file: this driver's own
+ *            [--rope-halves] [--resave OUT.gguf DTYPE]
+ *
+ * MODEL is anything tg_model_load reads (GPT-2 or Llama), or a .tgraw file: this driver's own
  * flat dump (see load_raw), which tests the forward pass independently of
  * the file loaders. --chunks: batch sizes in order, the last one repeated
  * (T = prefill all at once, "1" = decode token by token, "5,1" = prefill 5
  * then decode). OUT holds logits[rows, V]: every position, or with
  * --last-only the last of each batch. ATTN holds p[L, H, N, N] (query,
- * key; zero above the diagonal). */
+ * key; zero above the diagonal). Llama only: --rope-halves reads the Q/K
+ * rows as Hugging Face's halves order (a GGUF cannot say so: the test
+ * writes one unpermuted); --resave writes the loaded model back with
+ * tg_llama_save in DTYPE (f32|f16|bf16|q8_0|q4_0) before running. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +121,8 @@ int main(int argc, char **argv) {
     if (argc < 4) return die("usage: gpt_dump MODEL TOKENS OUT [options]", NULL);
     const char *model_path = argv[1], *tok_path = argv[2], *out_path = argv[3];
     const char *isa = NULL, *chunks = NULL, *attn_path = NULL, *mask_spec = NULL;
-    int threads = 1, last_only = 0;
+    const char *resave = NULL, *resave_dtype = NULL;
+    int threads = 1, last_only = 0, rope_halves = 0;
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -124,6 +130,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--probe") && i + 1 < argc) attn_path = argv[++i];
         else if (!strcmp(argv[i], "--mask") && i + 1 < argc) mask_spec = argv[++i];
         else if (!strcmp(argv[i], "--last-only")) last_only = 1;
+        else if (!strcmp(argv[i], "--rope-halves")) rope_halves = 1;
+        else if (!strcmp(argv[i], "--resave") && i + 2 < argc) {
+            resave = argv[++i];
+            resave_dtype = argv[++i];
+        }
         else return die("unknown option", argv[i]);
     }
 
@@ -133,8 +144,16 @@ int main(int argc, char **argv) {
     size_t n = strlen(model_path);
     if (n > 6 && !strcmp(model_path + n - 6, ".tgraw")) {
         if (load_raw(&m, model_path, &blob)) return 1;
-    } else if (tg_gpt2_load(&m, model_path, 0, &err)) {
+    } else if (tg_model_load(&m, model_path, 0, &err)) {
         return die("load", err.msg);
+    }
+    if (rope_halves) m.cfg.rope_pairs = TG_ROPE_HALVES;
+    if (resave) {
+        tg_dtype dt;
+        if (m.cfg.arch != TG_ARCH_LLAMA) return die("--resave needs a llama model", model_path);
+        if (tg_dtype_parse(resave_dtype, &dt)) return die("bad --resave dtype", resave_dtype);
+        if (tg_llama_save(resave, &m.cfg, &m.llama, &m.vocab, (int)dt, &err))
+            return die("resave", err.msg);
     }
 
     size_t tlen;

@@ -33,7 +33,7 @@ static void make_model(rand_model *r, int n_head) {
     cr_assert(p);
     for (size_t i = 0; i < n; i++) p[i] = frand(0.5f);
     tg_gpt2_config *c = &r->m.cfg;
-    *c = (tg_gpt2_config){L, n_head, E, C, V, F, 1e-5f};
+    *c = (tg_gpt2_config){.n_layer = L, .n_head = n_head, .n_embd = E, .n_ctx = C, .n_vocab = V, .n_ff = F, .ln_eps = 1e-5f};
     tg_gpt2_weights *w = &r->m.w;
     w->wte = tg_weight_f32(p, V, E), p += V * E;
     w->wpe = p, p += C * E;

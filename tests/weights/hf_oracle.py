@@ -333,8 +333,12 @@ def hostile_folders():
         expect_error("n_embd mismatch", "'wte.weight' has shape [260, 8], expected [260, 12]")
         with_cfg(n_head=3)
         expect_error("heads", "not a multiple of the head count 3")
-        with_cfg(model_type="llama")
+        with_cfg(model_type="bert")
         expect_error("model_type", "model_type")
+        # a config that says llama is read as a Llama config (weights/hf_llama.c),
+        # and this GPT-2 one lacks its keys
+        with_cfg(model_type="llama")
+        expect_error("model_type llama", "'hidden_size' is missing")
         with_cfg(activation_function="relu")
         expect_error("activation", "activation_function")
         with_cfg(n_layer=3)

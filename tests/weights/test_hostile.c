@@ -494,14 +494,16 @@ static tg_status load_edited(test_model *t, edit_fn edit, tg_err *err) {
     return s;
 }
 
-static void e_arch(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "general.architecture", "llama", NULL); }
+static void e_arch(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "general.architecture", "falcon", NULL); }
+/* a gpt2 file relabelled llama: the llama binding finds no llama.* keys */
+static void e_arch_llama(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "general.architecture", "llama", NULL); }
 static void e_heads(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u32(w, "gpt2.attention.head_count", 3, NULL); }
 static void e_ctx_type(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "gpt2.context_length", "4", NULL); }
 static void e_ctx(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u32(w, "gpt2.context_length", 5, NULL); }
 static void e_ff(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u64(w, "gpt2.feed_forward_length", 1ull << 40, NULL); }
 static void e_eps(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_f32(w, "gpt2.attention.layer_norm_epsilon", -1, NULL); }
 static void e_bos(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 257, NULL); }
-static void e_tok(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "tokenizer.ggml.model", "llama", NULL); }
+static void e_tok(tg_gguf_writer *w, test_model *t) { (void)t; tg_gguf_set_str(w, "tokenizer.ggml.model", "bert", NULL); }
 static void e_tokens(tg_gguf_writer *w, test_model *t) {
     tg_gguf_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)t->vocab.tokens, 200, NULL);
 }
@@ -520,14 +522,15 @@ Test(binding, bad_metadata) {
     test_model t;
     test_model_make(&t, 1, 2, 8, 4, 1);
     struct { edit_fn fn; tg_status s; const char *needle; } cases[] = {
-        {e_arch, TG_ERR_UNSUPPORTED, "architecture 'llama'"},
+        {e_arch, TG_ERR_UNSUPPORTED, "architecture 'falcon'"},
+        {e_arch_llama, TG_ERR_FORMAT, "key 'llama.block_count' is missing"},
         {e_heads, TG_ERR_FORMAT, "not a multiple of the head count 3"},
         {e_ctx_type, TG_ERR_FORMAT, "gpt2.context_length' has type string"},
         {e_ctx, TG_ERR_FORMAT, "position_embd.weight' has shape [4, 8], expected [5, 8]"},
         {e_ff, TG_ERR_FORMAT, "gpt2.feed_forward_length' = 1099511627776 is too large"},
         {e_eps, TG_ERR_FORMAT, "layer_norm_epsilon"},
         {e_bos, TG_ERR_FORMAT, "bos_token_id = 257"},
-        {e_tok, TG_ERR_UNSUPPORTED, "tokenizer.ggml.model is 'llama'"},
+        {e_tok, TG_ERR_UNSUPPORTED, "tokenizer.ggml.model is 'bert'"},
         {e_tokens, TG_ERR_FORMAT, "200"},
         {e_types, TG_ERR_FORMAT, "token_type"},
         {e_merge, TG_ERR_FORMAT, "merges[0]"},

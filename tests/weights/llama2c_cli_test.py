@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""`tinygpt inspect` (and every command that loads a model) on llama2.c
+files and Hugging Face Llama folders: valid ones are described (architecture
+llama, n_kv_head, the rope convention, types, resident bytes); hostile ones —
+a small file truncated at every byte of its header and at intervals after it,
+sizes that disagree with the file, negative or zero dims, n_kv_heads not
+dividing n_heads, an unknown ak42 version or group size — give one line on
+stderr naming the problem and exit 1, never a signal.
+
+usage: llama2c_cli_test.py TINYGPT [COMMAND ...]
+  COMMAND: extra loading commands to run on the hostile files, as
+  "generate -n 1 -p x -m" (the path is appended)
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama_files as lf  # noqa: E402
+
+EXE = sys.argv[1]
+EXTRA = [c.split() for c in sys.argv[2:]]
+failures, runs = [], 0
+
+
+def run(args):
+    global runs
+    runs += 1
+    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=60)
+
+
+def expect_error(path, needle, label, extra=True):
+    for cmd in [["inspect"]] + (EXTRA if extra else []):
+        r = run(cmd + [path])
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 1 or len(lines) != 1 or needle not in r.stderr:
+            failures.append(f"{label}: {' '.join(cmd)} exit {r.returncode}, stderr {r.stderr.strip()[:300]!r} "
+                            f"(want exit 1 and one line with {needle!r})")
+
+
+def main():
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        # ---- valid files: what inspect says
+        w, cfg = lf.random_llama(rng, 16, 24, 2, 4, 2, 10, False)
+        v2, _ = lf.v2_bytes(w, cfg, 6, 8)
+        n_el = sum(x.size for x in w.values())
+        for form, data, fmt in (("legacy", lf.legacy_bytes(w, cfg, 6), "legacy .bin"),
+                                ("v1", lf.v1_bytes(w, cfg, 6), "ak42 v1"), ("v2", v2, "ak42 v2")):
+            p = os.path.join(tmp, form + ".bin")
+            open(p, "wb").write(data)
+            r = run(["inspect", "--json", p])
+            if r.returncode != 0:
+                failures.append(f"inspect {form}: exit {r.returncode}: {r.stderr.strip()}")
+                continue
+            j = json.loads(r.stdout)
+            want = {"architecture": "llama", "n_layer": 2, "n_head": 4, "n_kv_head": 2, "head_size": 4, "n_embd": 16,
+                    "n_ff": 24, "n_ctx": 6, "n_vocab": 10, "tied": False, "rope_pairs": "adjacent",
+                    "resident_bytes": 4 * n_el, "file_bytes": len(data), "problems": []}
+            for k, v in want.items():
+                if j.get(k) != v:
+                    failures.append(f"inspect {form}: {k} = {j.get(k)!r}, want {v!r}")
+            if fmt not in j["format"]:
+                failures.append(f"inspect {form}: format {j['format']!r}")
+            types = {t["type"] for t in j["tensors"] if len(t["shape"]) == 2}
+            if types != ({"I8+F32"} if form == "v2" else {"F32"}):
+                failures.append(f"inspect {form}: matrix types {types}")
+            if form == "v2" and "dequantized to f32" not in j.get("note", ""):
+                failures.append(f"inspect v2 does not say the int8 groups are dequantized: {j.get('note')!r}")
+        folder = os.path.join(tmp, "hf")
+        lf.write_hf_folder(folder, w, cfg, 6, "BF16")
+        r = run(["inspect", "--json", folder])
+        if r.returncode != 0:
+            failures.append(f"inspect HF: exit {r.returncode}: {r.stderr.strip()}")
+        else:
+            j = json.loads(r.stdout)
+            if (j["rope_pairs"], j["n_kv_head"], j["resident_bytes"]) != ("halves", 2, 2 * n_el):
+                failures.append(f"inspect HF: {j['rope_pairs']}, {j['n_kv_head']}, {j['resident_bytes']}")
+            if {t["type"] for t in j["tensors"]} != {"BF16"}:
+                failures.append(f"inspect HF: types {[t['type'] for t in j['tensors']]}")
+
+        # the same model converted to a llama GGUF (tokenizer.bin given): inspect reads the GGUF side
+        tokp = os.path.join(tmp, "tok.bin")
+        open(tokp, "wb").write(lf.tokenizer_bin_bytes(10))
+        gg = os.path.join(tmp, "m.gguf")
+        r = run(["convert", os.path.join(tmp, "legacy.bin"), "--tokenizer", tokp, "-o", gg])
+        if r.returncode != 0:
+            failures.append(f"convert legacy: {r.stderr.strip()}")
+        else:
+            r = run(["inspect", "--json", gg])
+            j = json.loads(r.stdout) if r.returncode == 0 else {}
+            got = (j.get("architecture"), j.get("n_kv_head"), j.get("rope_pairs"), j.get("tied"),
+                   (j.get("tokenizer") or {}).get("model"), (j.get("tokenizer") or {}).get("n_tokens"))
+            if got != ("llama", 2, "adjacent", False, "llama", 10):
+                failures.append(f"inspect of the converted GGUF: exit {r.returncode}, {got} {r.stderr.strip()}")
+
+        # ---- hostile files
+        small_w, small_cfg = lf.random_llama(rng, 8, 12, 1, 2, 1, 6, True)
+        forms = {"legacy": lf.legacy_bytes(small_w, small_cfg, 3), "v1": lf.v1_bytes(small_w, small_cfg, 3),
+                 "v2": lf.v2_bytes(small_w, small_cfg, 3, 4)[0]}
+        p = os.path.join(tmp, "bad.bin")
+        for form, data in forms.items():
+            # every byte of the header, then every 61st of the rest (test_llama2c.c
+            # cuts the library's parse at every byte of whole files; this is the CLI)
+            hdr = 28 if form == "legacy" else 256
+            for n in list(range(hdr + 4)) + list(range(hdr + 4, len(data), 61)):
+                open(p, "wb").write(data[:n])
+                needle = "truncated" if form != "legacy" and n >= 8 else ""
+                expect_error(p, needle, f"{form} truncated to {n} bytes", extra=n % 7 == 0)
+            open(p, "wb").write(data + b"\0" * 4)
+            expect_error(p, "4 bytes after the last tensor" if form != "legacy" else "implies", f"{form} + 4 bytes")
+
+        def with_header(form, field, value):
+            d = bytearray(forms[form])
+            off = (0 if form == "legacy" else 8) + 4 * field
+            struct.pack_into("<i", d, off, value)
+            return bytes(d)
+
+        names = ["dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"]
+        for form in ("v1", "v2"):
+            for f, name in enumerate(names):
+                for v in (0, -3):
+                    open(p, "wb").write(with_header(form, f, v))
+                    expect_error(p, f"{name} {v} is not positive", f"{form} {name} = {v}")
+            open(p, "wb").write(with_header(form, 4, 3))
+            expect_error(p, "n_kv_heads 3 does not divide n_heads 2", f"{form} n_kv_heads 3")
+            open(p, "wb").write(with_header(form, 2, 1000))
+            expect_error(p, "truncated: the header implies", f"{form} 1000 layers")
+        d = bytearray(forms["v1"])
+        struct.pack_into("<i", d, 4, 7)
+        open(p, "wb").write(bytes(d))
+        expect_error(p, "ak42 version 7 is not one we know", "ak42 version 7")
+        for gs, needle in ((0, "group_size 0 is not in"), (-8, "group_size -8 is not in"),
+                           (5, "not a multiple of group_size 5")):
+            d = bytearray(forms["v2"])
+            struct.pack_into("<i", d, 37, gs)
+            open(p, "wb").write(bytes(d))
+            expect_error(p, needle, f"ak42 group size {gs}")
+        # a legacy header whose sizes are 4 bytes off is not a llama2.c file: said so
+        open(p, "wb").write(forms["legacy"][:-4])
+        full = len(forms["legacy"])
+        expect_error(p, f"its 7-int header implies {full} bytes, the file has {full - 4}", "legacy 4 bytes short")
+
+    for f in failures[:40]:
+        print("FAIL:", f)
+    print(f"llama2c_cli_test: {runs} runs, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
