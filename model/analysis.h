@@ -28,6 +28,7 @@
 
 #include "model/gpt.h"
 #include "model/heads.h"
+#include "model/task.h"
 #include "model/tokenizer.h"
 
 /* ---- quality on a text -------------------------------------------------------- */
@@ -128,6 +129,59 @@ typedef struct tg_agreement {
  * first min(V_a, V_b) logits. */
 tg_status tg_agreement_run(tg_gpt *a, tg_gpt *b, const int *ids, size_t n_ids, int N,
                            tg_agreement *out, tg_err *err);
+
+/* ---- task models (model/task.h) ------------------------------------------------ */
+
+/* Answer accuracy and loss over fresh sequences of a task. */
+typedef struct tg_task_score {
+    long seqs, answers, correct, correct_seqs;
+    double nll;             /* summed over answers, nats */
+} tg_task_score;
+
+/* Called after each sequence's forward pass with its logits[n-1, V]. */
+typedef void (*tg_task_seq_fn)(void *user, const tg_task_seq *s, const float *logits);
+
+/* Runs n_seqs sequences of stream r through g (with whatever probe and
+ * head mask g has) and adds them to *sc; fn (optional) sees each one. The
+ * model's vocabulary must be the task's (t->V) and its context hold n-1
+ * tokens, else TG_ERR_ARG. */
+tg_status tg_task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, tg_task_score *sc,
+                            tg_task_seq_fn fn, void *user, tg_err *err);
+
+typedef struct tg_task_head_result {
+    int layer, head, kv_head;      /* kv_head = head today */
+    /* at the queries that predict an answer, means over them: the weight on
+     * each item of the answer (copy tasks: [0] the source position, [1] the
+     * one before it), and how often the item got the most weight among items */
+    double weight[TG_TASK_MAX_K], top_share[TG_TASK_MAX_K];
+    double ablated_accuracy;       /* answer accuracy with this head zeroed */
+    double keep_only_accuracy;     /* with only this head of its layer */
+} tg_task_head_result;
+
+typedef struct tg_task_layer_result {
+    int layer;
+    double keep_best_accuracy, keep_random_accuracy;
+} tg_task_layer_result;
+
+typedef struct tg_task_heads {
+    int n_layer, n_head;
+    int n_items;                   /* K: the task's items, or 2 for copy tasks */
+    long n_queries;                /* answer queries seen */
+    tg_task_score full;            /* all heads */
+    double accuracy, sequence_accuracy, loss; /* of full: per answer, per sequence, nats/answer */
+    tg_task_head_result *heads;    /* [L*H] */
+    /* [L]: the accuracy keeping only the layer's best head (the highest
+     * keep_only_accuracy) and a random one (the mean over its heads) */
+    tg_task_layer_result *layers;
+} tg_task_heads;
+
+/* The per-head analysis of a task model on n fresh sequences of the
+ * compare stream of seed (tg_task_stream(seed, TG_TASK_STREAM_COMPARE)),
+ * the same sequences for every mask. out is zeroed first; free with
+ * tg_task_heads_free (also after a failure). */
+tg_status tg_task_heads_analyse(tg_gpt *g, const tg_task *t, uint64_t seed, long n,
+                                tg_task_heads *out, tg_err *err);
+void tg_task_heads_free(tg_task_heads *h);
 
 /* ---- attention weights of a prompt --------------------------------------------- */
 

@@ -101,48 +101,9 @@ void task_model_close(task_model *tm) {
     memset(tm, 0, sizeof *tm);
 }
 
-/* argmax and -log softmax of logits[V] at target, in double */
-static void score_logits(const float *l, int V, int target, int *argmax, double *nll) {
-    int am = 0;
-    double mx = l[0];
-    for (int i = 1; i < V; i++)
-        if (l[i] > mx) mx = l[i], am = i;
-    double sum = 0;
-    for (int i = 0; i < V; i++) sum += exp((double)l[i] - mx);
-    *argmax = am;
-    *nll = mx + log(sum) - (double)l[target];
-}
-
 tg_status task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, task_score *sc,
                          task_seq_fn fn, void *user, tg_err *err) {
-    int T = t->n - 1, V = t->V;
-    float *logits = malloc((size_t)T * V * sizeof *logits);
-    tg_task_seq *s = malloc(sizeof *s);
-    if (!logits || !s) {
-        free(logits), free(s);
-        return tg_fail(err, TG_ERR_NOMEM, "out of memory");
-    }
-    tg_status st = TG_OK;
-    for (long q = 0; q < n_seqs && st == TG_OK; q++) {
-        tg_task_sample(t, &r, s);
-        if ((st = tg_gpt_forward(g, s->seq, T, 0, logits, 1, err)) != TG_OK) break;
-        int all = 1;
-        for (int i = 1; i < t->n; i++) {
-            if (!s->answer[i]) continue;
-            int am;
-            double nll;
-            score_logits(logits + (size_t)(i - 1) * V, V, s->seq[i], &am, &nll);
-            sc->answers++;
-            sc->nll += nll;
-            if (am == s->seq[i]) sc->correct++;
-            else all = 0;
-        }
-        sc->seqs++;
-        sc->correct_seqs += all;
-        if (fn) fn(user, s, logits);
-    }
-    free(logits), free(s);
-    return st;
+    return tg_task_score_run(g, t, r, n_seqs, sc, fn, user, err);
 }
 
 /* ---- train --task ------------------------------------------------------------ */

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "model/analysis.h"
 #include "model/gpt.h"
 #include "model/task.h"
 #include "weights/gpt2.h"
@@ -37,17 +38,15 @@ int task_model_open(task_model *tm, const char *cmd, const char *path, const cha
                     const char *task_opts, int n_threads, const char *isa);
 void task_model_close(task_model *tm);
 
-/* Answer accuracy and loss over fresh sequences. */
-typedef struct task_score {
-    long seqs, answers, correct, correct_seqs;
-    double nll; /* summed over answers, nats */
-} task_score;
+/* Answer accuracy and loss over fresh sequences (model/analysis.h's). */
+typedef tg_task_score task_score;
 
 /* Called after each sequence's forward pass with its logits[n-1, V]. */
-typedef void (*task_seq_fn)(void *user, const tg_task_seq *s, const float *logits);
+typedef tg_task_seq_fn task_seq_fn;
 
 /* Runs n_seqs sequences of stream r through g (with whatever probe and
- * head mask g has) and adds them to *sc; fn (optional) sees each one. */
+ * head mask g has) and adds them to *sc; fn (optional) sees each one
+ * (tg_task_score_run). */
 tg_status task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, task_score *sc,
                          task_seq_fn fn, void *user, tg_err *err);
 

@@ -11,6 +11,8 @@
  *   3. ablation: answer accuracy with that one head zeroed, as a change;
  *   4. per layer: accuracy keeping only its best head / a random head (the
  *      mean over its heads), the other layers intact.
+ * The numbers come from tg_task_heads_analyse (model/analysis.h); this file
+ * parses, calls and prints.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,111 +24,15 @@
 #include "tools/run.h"
 #include "tools/task_cli.h"
 
-/* ---- per-head metrics through the probe ----------------------------------- */
-
-typedef struct head_acc {
-    int L, H, T, K;   /* K = items (or 2 for copy tasks: source, before it) */
-    float *w;         /* [L, H, T, T] the current sequence's weights */
-    double *item;     /* [L, H, K] summed weight on each item */
-    double *top;      /* [L, H, K] times the item got the most weight among items */
-    long n_queries;
-} head_acc;
-
-static void capture(void *user, int l, int h, int qpos, const float *p, int n_pos) {
-    head_acc *a = user;
-    memcpy(a->w + (((size_t)l * a->H + h) * a->T + qpos) * a->T, p, sizeof(float) * (size_t)n_pos);
-}
-
-static void accumulate(void *user, const tg_task_seq *s, const float *logits) {
-    (void)logits;
-    head_acc *a = user;
-    int n = a->T + 1;
-    for (int i = 1; i < n; i++) {
-        if (!s->answer[i]) continue;
-        int q = i - 1;
-        for (int l = 0; l < a->L; l++)
-            for (int h = 0; h < a->H; h++) {
-                const float *row = a->w + (((size_t)l * a->H + h) * a->T + q) * a->T;
-                double wk[TG_TASK_MAX_K] = {0};
-                if (s->src[i] >= 0) {
-                    wk[0] = row[s->src[i]];
-                    wk[1] = s->src[i] > 0 ? row[s->src[i] - 1] : 0;
-                } else {
-                    for (int j = 0; j <= q; j++)
-                        if (s->role[j] > 0) wk[s->role[j] - 1] += row[j];
-                }
-                int best = 0;
-                for (int k = 0; k < a->K; k++) {
-                    a->item[((size_t)l * a->H + h) * a->K + k] += wk[k];
-                    if (wk[k] > wk[best]) best = k;
-                }
-                a->top[((size_t)l * a->H + h) * a->K + best] += 1;
-            }
-        a->n_queries++;
-    }
-}
-
 /* ---- one side of the comparison ----------------------------------------------- */
 
 typedef struct tside {
     task_model tm;
-    task_score full;
-    head_acc ha;
-    double *ablate;   /* [L*H] accuracy with that head zeroed */
-    double *keep;     /* [L*H] accuracy with only that head of its layer */
+    tg_task_heads th;  /* model/analysis.h */
 } tside;
 
-static double acc_of(const task_score *s) { return s->answers ? (double)s->correct / s->answers : NAN; }
-
-static tg_status masked_accuracy(tside *sd, const uint8_t *mask, uint64_t seed, long n, double *out,
-                                 tg_err *err) {
-    tg_status st = tg_gpt_set_head_mask(sd->tm.g, mask, err);
-    if (st) return st;
-    task_score sc = {0};
-    st = task_score_run(sd->tm.g, &sd->tm.task, task_stream(seed, TASK_STREAM_COMPARE), n, &sc,
-                        NULL, NULL, err);
-    tg_gpt_set_head_mask(sd->tm.g, NULL, NULL);
-    *out = acc_of(&sc);
-    return st;
-}
-
-static tg_status analyse(tside *sd, uint64_t seed, long n, tg_err *err) {
-    const tg_gpt2_config *c = tg_gpt_config(sd->tm.g);
-    const tg_task *t = &sd->tm.task;
-    int L = c->n_layer, H = c->n_head, T = t->n - 1;
-    head_acc *a = &sd->ha;
-    a->L = L, a->H = H, a->T = T, a->K = t->n_items ? t->n_items : 2;
-    a->w = calloc((size_t)L * H * T * T, sizeof *a->w);
-    a->item = calloc((size_t)L * H * a->K, sizeof *a->item);
-    a->top = calloc((size_t)L * H * a->K, sizeof *a->top);
-    sd->ablate = calloc((size_t)L * H, sizeof *sd->ablate);
-    sd->keep = calloc((size_t)L * H, sizeof *sd->keep);
-    uint8_t *mask = malloc((size_t)L * H);
-    if (!a->w || !a->item || !a->top || !sd->ablate || !sd->keep || !mask) {
-        free(mask);
-        return tg_fail(err, TG_ERR_NOMEM, "out of memory");
-    }
-    tg_probe probe = {.user = a, .attn = capture};
-    tg_gpt_set_probe(sd->tm.g, &probe);
-    tg_status st = task_score_run(sd->tm.g, t, task_stream(seed, TASK_STREAM_COMPARE), n,
-                                  &sd->full, accumulate, a, err);
-    tg_gpt_set_probe(sd->tm.g, NULL);
-    for (int l = 0; l < L && !st; l++)
-        for (int h = 0; h < H && !st; h++) {
-            memset(mask, 1, (size_t)L * H);
-            mask[l * H + h] = 0;
-            st = masked_accuracy(sd, mask, seed, n, &sd->ablate[l * H + h], err);
-            if (st) break;
-            memset(mask, 1, (size_t)L * H);
-            for (int g = 0; g < H; g++) mask[l * H + g] = g == h;
-            st = masked_accuracy(sd, mask, seed, n, &sd->keep[l * H + h], err);
-        }
-    free(mask);
-    return st;
-}
-
 static void tside_free(tside *sd) {
-    free(sd->ha.w), free(sd->ha.item), free(sd->ha.top), free(sd->ablate), free(sd->keep);
+    tg_task_heads_free(&sd->th);
     task_model_close(&sd->tm);
 }
 
@@ -143,47 +49,38 @@ static void print_text(tside sd[2], long n, uint64_t seed) {
     const tg_gpt2_config *ca = tg_gpt_config(sd[0].tm.g), *cb = tg_gpt_config(sd[1].tm.g);
     printf("%-34s %5d x %-6d %5d x %-6d\n", "layers x heads", ca->n_layer, ca->n_head, cb->n_layer, cb->n_head);
     printf("%-34s %12zu %12zu\n", "parameters", tg_gpt2_n_params(ca, 1), tg_gpt2_n_params(cb, 1));
-    printf("%-34s %12.4f %12.4f\n", "answer accuracy (per token)", acc_of(&sd[0].full), acc_of(&sd[1].full));
-    printf("%-34s %12.4f %12.4f\n", "answer accuracy (per sequence)",
-           (double)sd[0].full.correct_seqs / sd[0].full.seqs, (double)sd[1].full.correct_seqs / sd[1].full.seqs);
-    printf("%-34s %12.4f %12.4f\n", "loss (nats/answer)", sd[0].full.nll / sd[0].full.answers,
-           sd[1].full.nll / sd[1].full.answers);
+    printf("%-34s %12.4f %12.4f\n", "answer accuracy (per token)", sd[0].th.accuracy, sd[1].th.accuracy);
+    printf("%-34s %12.4f %12.4f\n", "answer accuracy (per sequence)", sd[0].th.sequence_accuracy,
+           sd[1].th.sequence_accuracy);
+    printf("%-34s %12.4f %12.4f\n", "loss (nats/answer)", sd[0].th.loss, sd[1].th.loss);
     for (int k = 0; k < 2; k++) {
-        const head_acc *a = &sd[k].ha;
-        int items = t->n_items > 0;
+        const tg_task_heads *a = &sd[k].th;
+        int items = t->n_items > 0, K = a->n_items;
         printf("\n%c: per head, at the %ld queries that predict an answer\n", 'A' + k, a->n_queries);
         printf("layer head  ");
         if (items)
-            for (int j = 0; j < a->K; j++) printf("  item#%d", j + 1);
+            for (int j = 0; j < K; j++) printf("  item#%d", j + 1);
         else
             printf("  source  before");
         printf("   fixes on (share)   ablated Δacc  keep-only acc\n");
-        for (int l = 0; l < a->L; l++)
-            for (int h = 0; h < a->H; h++) {
-                const double *w = a->item + ((size_t)l * a->H + h) * a->K;
-                const double *tp = a->top + ((size_t)l * a->H + h) * a->K;
+        for (int l = 0; l < a->n_layer; l++)
+            for (int h = 0; h < a->n_head; h++) {
+                const tg_task_head_result *r = &a->heads[l * a->n_head + h];
                 int best = 0;
-                for (int j = 1; j < a->K; j++)
-                    if (tp[j] > tp[best]) best = j;
+                for (int j = 1; j < K; j++)
+                    if (r->top_share[j] > r->top_share[best]) best = j;
                 printf("%5d %4d  ", l, h);
-                for (int j = 0; j < a->K; j++) printf("  %6.3f", w[j] / a->n_queries);
+                for (int j = 0; j < K; j++) printf("  %6.3f", r->weight[j]);
                 if (items)
-                    printf("   #%d (%5.1f%%)      ", best + 1, 100.0 * tp[best] / a->n_queries);
+                    printf("   #%d (%5.1f%%)      ", best + 1, 100.0 * r->top_share[best]);
                 else
-                    printf("   %-6s (%5.1f%%)  ", best ? "before" : "source", 100.0 * tp[best] / a->n_queries);
-                printf("  %+12.4f  %13.4f\n", sd[k].ablate[l * a->H + h] - acc_of(&sd[k].full),
-                       sd[k].keep[l * a->H + h]);
+                    printf("   %-6s (%5.1f%%)  ", best ? "before" : "source", 100.0 * r->top_share[best]);
+                printf("  %+12.4f  %13.4f\n", r->ablated_accuracy - a->accuracy, r->keep_only_accuracy);
             }
-        for (int l = 0; l < a->L; l++) {
-            double best = -1, mean = 0;
-            for (int h = 0; h < a->H; h++) {
-                double v = sd[k].keep[l * a->H + h];
-                mean += v / a->H;
-                if (v > best) best = v;
-            }
+        for (int l = 0; l < a->n_layer; l++)
             printf("layer %d: keep-best-head accuracy %.4f, keep-random-head %.4f (mean over %d), all heads %.4f\n",
-                   l, best, mean, a->H, acc_of(&sd[k].full));
-        }
+                   l, a->layers[l].keep_best_accuracy, a->layers[l].keep_random_accuracy, a->n_head,
+                   a->accuracy);
     }
 }
 
@@ -194,23 +91,21 @@ static void print_json(tside sd[2], long n, uint64_t seed) {
     printf("{\"task\": \"%s\", \"opts\": \"%s\", \"sequences\": %ld, \"seed\": %llu, \"chance\": %.9g, \"models\": [",
            tg_task_kind_name(t->kind), ostr, n, (unsigned long long)seed, t->chance);
     for (int k = 0; k < 2; k++) {
-        const head_acc *a = &sd[k].ha;
+        const tg_task_heads *a = &sd[k].th;
         const tg_gpt2_config *c = tg_gpt_config(sd[k].tm.g);
         printf("%s\n{\"path\": \"%s\", \"layers\": %d, \"heads\": %d, \"params\": %zu, "
                "\"accuracy\": %.9g, \"sequence_accuracy\": %.9g, \"loss\": %.9g, \"queries\": %ld, \"heads_detail\": [",
                k ? "," : "", sd[k].tm.path, c->n_layer, c->n_head, tg_gpt2_n_params(c, 1),
-               acc_of(&sd[k].full), (double)sd[k].full.correct_seqs / sd[k].full.seqs,
-               sd[k].full.nll / sd[k].full.answers, a->n_queries);
-        for (int l = 0; l < a->L; l++)
-            for (int h = 0; h < a->H; h++) {
-                const double *w = a->item + ((size_t)l * a->H + h) * a->K;
-                const double *tp = a->top + ((size_t)l * a->H + h) * a->K;
+               a->accuracy, a->sequence_accuracy, a->loss, a->n_queries);
+        for (int l = 0; l < a->n_layer; l++)
+            for (int h = 0; h < a->n_head; h++) {
+                const tg_task_head_result *r = &a->heads[l * a->n_head + h];
                 printf("%s{\"layer\": %d, \"head\": %d, \"weight\": [", l + h ? ", " : "", l, h);
-                for (int j = 0; j < a->K; j++) printf("%s%.6g", j ? ", " : "", w[j] / a->n_queries);
+                for (int j = 0; j < a->n_items; j++) printf("%s%.6g", j ? ", " : "", r->weight[j]);
                 printf("], \"top_share\": [");
-                for (int j = 0; j < a->K; j++) printf("%s%.6g", j ? ", " : "", tp[j] / a->n_queries);
+                for (int j = 0; j < a->n_items; j++) printf("%s%.6g", j ? ", " : "", r->top_share[j]);
                 printf("], \"ablated_accuracy\": %.9g, \"keep_only_accuracy\": %.9g}",
-                       sd[k].ablate[l * a->H + h], sd[k].keep[l * a->H + h]);
+                       r->ablated_accuracy, r->keep_only_accuracy);
             }
         printf("]}");
     }
@@ -285,7 +180,7 @@ int task_compare_maybe(int argc, char **argv) {
         goto done;
     }
     for (int k = 0; k < 2; k++)
-        if (analyse(&sd[k], seed, n, &err) != TG_OK) {
+        if (tg_task_heads_analyse(sd[k].tm.g, &sd[k].tm.task, seed, n, &sd[k].th, &err) != TG_OK) {
             code = cli_error(CMD, "%s", err.msg);
             goto done;
         }

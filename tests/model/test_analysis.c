@@ -23,7 +23,7 @@
 #include "model/analysis.h"
 #include "model/measure.h"
 
-enum { L = 2, H = 2, E = 32, C = 40, V = 50, F = 64, NIDS = 90 };
+enum { L = 2, H = 2, E = 32, C = 40, V = 136, F = 64, NIDS = 90 };
 
 typedef struct rand_model {
     tg_gpt2_model m;
@@ -472,4 +472,76 @@ Test(analysis, sweep_and_bench_rows) {
     tg_random_tokens(t2, 8, V, 5);
     cr_assert_eq(memcmp(t1, t2, sizeof t1), 0);
     for (int i = 0; i < 8; i++) cr_assert(t1[i] >= 0 && t1[i] < V);
+}
+
+/* ---- task models ------------------------------------------------------------------ */
+
+Test(analysis, task_heads_match_masks_and_weights) {
+    tg_err err;
+    tg_task t;
+    cr_assert_eq(tg_task_parse(&t, "marked-tuple", "len=16,digits=5,k=3,spacing=1", &err), TG_OK,
+                 "%s", err.msg);
+    cr_assert(t.V == V && t.n - 1 <= C, "the task does not fit the test model (V %d, n %d)", t.V, t.n);
+    long n = 40;
+    tg_task_heads th;
+    cr_assert_eq(tg_task_heads_analyse(G, &t, 9, n, &th, &err), TG_OK, "%s", err.msg);
+    cr_assert_eq(th.n_items, 3);
+    cr_assert_eq(th.full.seqs, n);
+    /* accuracy recomputed here: argmax of each answer's logits, same sequences */
+    tg_rng r = tg_task_stream(9, TG_TASK_STREAM_COMPARE);
+    tg_task_seq *s = malloc(sizeof *s);
+    float *lg = malloc((size_t)(t.n - 1) * V * sizeof *lg);
+    long answers = 0, correct = 0;
+    for (long q = 0; q < n; q++) {
+        tg_task_sample(&t, &r, s);
+        cr_assert_eq(tg_gpt_forward(G, s->seq, t.n - 1, 0, lg, 1, &err), TG_OK);
+        for (int i = 1; i < t.n; i++) {
+            if (!s->answer[i]) continue;
+            const float *row = lg + (size_t)(i - 1) * V;
+            int am = 0;
+            for (int v = 1; v < t.V; v++) am = row[v] > row[am] ? v : am;
+            answers++, correct += am == s->seq[i];
+        }
+    }
+    cr_assert_eq(th.full.answers, answers);
+    cr_assert_eq(th.full.correct, correct);
+    cr_assert_eq(th.accuracy, (double)correct / answers);
+    cr_assert_eq(th.n_queries, answers);
+    uint8_t mask[L * H];
+    for (int i = 0; i < L * H; i++) {
+        const tg_task_head_result *h = &th.heads[i];
+        cr_assert_eq(h->kv_head, h->head);
+        double wsum = 0, tsum = 0;
+        for (int j = 0; j < th.n_items; j++) wsum += h->weight[j], tsum += h->top_share[j];
+        cr_assert(wsum >= 0 && wsum <= 1 + 1e-6, "head %d: item weights sum to %g", i, wsum);
+        cr_assert(fabs(tsum - 1) < 1e-12, "head %d: top shares sum to %g", i, tsum);
+        memset(mask, 1, sizeof mask);
+        mask[i] = 0;
+        cr_assert_eq(tg_gpt_set_head_mask(G, mask, &err), TG_OK);
+        tg_task_score sc = {0};
+        cr_assert_eq(tg_task_score_run(G, &t, tg_task_stream(9, TG_TASK_STREAM_COMPARE), n, &sc,
+                                       NULL, NULL, &err), TG_OK);
+        tg_gpt_set_head_mask(G, NULL, &err);
+        cr_assert_eq(h->ablated_accuracy, (double)sc.correct / sc.answers);
+    }
+    for (int l = 0; l < L; l++) {
+        double a = th.heads[l * H].keep_only_accuracy, b = th.heads[l * H + 1].keep_only_accuracy;
+        cr_assert_eq(th.layers[l].keep_best_accuracy, fmax(a, b));
+        cr_assert(fabs(th.layers[l].keep_random_accuracy - (a + b) / 2) < 1e-12);
+    }
+    free(s);
+    free(lg);
+    tg_task_heads_free(&th);
+    cr_assert_null(th.heads);
+    assert_clean(G);
+    cr_assert_eq(tg_task_heads_analyse(G, &t, 9, 0, &th, &err), TG_ERR_ARG);
+    tg_task_heads_free(&th);
+    /* a task of another vocabulary is refused, not run over the buffer */
+    tg_task other;
+    cr_assert_eq(tg_task_parse(&other, "marked-tuple", "len=16,digits=3,k=3,spacing=1", &err), TG_OK);
+    cr_assert_neq(other.V, V);
+    tg_task_score sc = {0};
+    cr_assert_eq(tg_task_score_run(G, &other, tg_task_stream(1, 0), 2, &sc, NULL, NULL, &err),
+                 TG_ERR_ARG);
+    cr_assert(strstr(err.msg, "vocabulary"), "%s", err.msg);
 }
