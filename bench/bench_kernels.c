@@ -261,6 +261,91 @@ static void bench_matmul(bench_ctx *bc) {
     }
 }
 
+/* ---- typed matmul against our f32 ------------------------------------------------- */
+
+/* tg_matmul_w on each weight type against tg_matmul on the same shape in
+ * f32, same engine, same run (issue #15's baseline: the typed prefill
+ * should be >= 2x our own f32). Weights hot (one copy): the prefill GEMM
+ * is compute-bound. The typed time includes quantizing X (q8_0/q4_0). */
+typedef struct mmw_bench {
+    const tg_engine *e;
+    tg_pool *pool;
+    float *y, *x, *w32;
+    tg_weight w;
+    void *ws;
+    int T;
+} mmw_bench;
+
+static void mmw_typed(void *p, long i) {
+    (void)i;
+    mmw_bench *m = p;
+    tg_matmul_w(m->e, m->pool, m->y, m->x, &m->w, NULL, m->T, m->ws);
+}
+
+static void mmw_f32(void *p, long i) {
+    (void)i;
+    mmw_bench *m = p;
+    tg_matmul(m->e, m->pool, m->y, m->x, m->w32, NULL, m->T, m->w.cols, m->w.rows);
+}
+
+static void bench_matmul_w(bench_ctx *bc) {
+    static const struct {
+        const char *what;
+        int in, out;
+    } shapes[] = {
+        {"gpt2 qkv", 768, 2304}, {"gpt2 fc", 768, 3072}, {"gpt2 proj", 3072, 768},
+        {"tiny qkv", 128, 384},  {"tiny fc", 128, 512},  {"tiny proj", 512, 128},
+    };
+    static const tg_wtype types[] = {TG_WTYPE_F16, TG_WTYPE_BF16, TG_WTYPE_Q8_0, TG_WTYPE_Q4_0};
+    int Ts[] = {1, 128, 512};
+    int nT = 3;
+    if (bc->T > 0) Ts[0] = bc->T, nT = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ti = 0; ti < nT; ti++) {
+            int in = shapes[s].in, out = shapes[s].out, T = Ts[ti];
+            size_t nw = (size_t)in * out;
+            mmw_bench m = {.T = T};
+            m.x = bench_alloc((size_t)T * in);
+            m.y = bench_alloc((size_t)T * out);
+            m.w32 = bench_alloc_pages(nw, !bc->small_pages);
+            for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
+                tg_wtype t = types[ty];
+                char shape[64];
+                snprintf(shape, sizeof shape, "%s %s %d>%d T=%d", tg_wtype_name(t),
+                         shapes[s].what, in, out, T);
+                if (bc->only_shape && !strstr(shape, bc->only_shape)) continue;
+                size_t rb = tg_wtype_row_bytes(t, in), nws = tg_matmul_ws(t, T, in);
+                char *wq = tg_alloc_large(rb * out);
+                m.ws = nws ? malloc(nws) : NULL;
+                if (!wq || (nws && !m.ws)) {
+                    fprintf(stderr, "bench: out of memory\n");
+                    exit(1);
+                }
+                for (int o = 0; o < out; o++)
+                    tg_quantize_row(t, wq + rb * o, m.w32 + (size_t)o * in, in);
+                m.w = (tg_weight){t, wq, out, in, rb};
+                double flops = 2.0 * T * (double)in * out;
+                double bytes = (double)rb * out + 4.0 * ((double)T * in + (double)T * out);
+                for (int th = 1; th <= bc->max_threads; th++) {
+                    m.pool = bc->pool[th];
+                    bench_clock = bc->cputime && th == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+                    for (int e = 0; e < bc->n_eng; e++) {
+                        m.e = &bc->eng[e];
+                        if (m.e->isa == TG_ISA_SCALAR && (flops > 2e8 || th > 1)) continue;
+                        bench_result r = bench_pair(bc, mmw_typed, &m, mmw_f32, &m);
+                        bench_row("matmul_w", tg_isa_name(m.e->isa), shape, "hot", th, r, flops,
+                                  bytes, "our f32");
+                    }
+                }
+                free(wq);
+                free(m.ws);
+            }
+            free(m.x);
+            free(m.y);
+            free(m.w32);
+        }
+}
+
 /* ---- the pool ------------------------------------------------------------------ */
 
 static void empty_task(void *ctx, int ith, int nth) {
@@ -509,6 +594,7 @@ static const struct {
 } benches[] = {
     {"pool", bench_pool},
     {"matmul", bench_matmul},
+    {"matmul_w", bench_matmul_w},
     {"softmax", bench_softmax},
     {"layernorm", bench_layernorm},
     {"gelu", bench_gelu},

@@ -170,7 +170,9 @@ typedef struct tg_kernels {
      * quantize_q8_0, [T, IN/32] blocks, and IN is a multiple of 32. Within a
      * block the int8·int8 (or int4·int8) products are summed exactly in
      * int32, then scaled by d_w·d_x and summed in f32, so the kernels differ
-     * from the reference only in the order of those f32 sums. Same range
+     * from the reference only in the order of those f32 sums (and where
+     * an fma rounds once a product and a sum the reference rounds twice;
+     * the x86 prefill GEMM with VNNI, engine/x86/qgemm_tmpl.h). Same range
      * rules as matmul (results independent of o0/o1). */
     void (*matmul_w[TG_WTYPE_COUNT])(float *y, const void *x, const void *w, size_t ldw,
                                      const float *b, int T, int in, int out, int o0,

@@ -11,6 +11,20 @@
  *   tinygpt_eval(m, &next, 1, (int)n, logits, 0);    // one decode step
  *   tinygpt_close(m);
  *
+ * Generation the way `tinygpt generate` does it, a token at a time:
+ *
+ *   static int on_token(void *user, const tinygpt_token *t) {
+ *       fwrite(t->out, 1, t->out_len, stdout);   // whole UTF-8 characters
+ *       return 0;                                // non-zero stops
+ *   }
+ *   tinygpt_generate_opts g;
+ *   tinygpt_generate_opts_init(&g);
+ *   g.max_tokens = 100;
+ *   g.sampling.seed = 7;
+ *   const char *stop[] = {"\n\n"};
+ *   g.stop = stop, g.n_stop = 1;
+ *   tinygpt_generate_text(m, "ROMEO:", 6, &g, on_token, NULL, NULL);
+ *
  * A model is loaded from a GGUF file (llama.cpp's gpt2 architecture) or a
  * Hugging Face GPT-2 folder. A `tinygpt` handle holds the weights, the
  * tokenizer, the KV cache, the worker threads and the sampler: use one
@@ -264,7 +278,9 @@ typedef struct tinygpt_context tinygpt_context;
 
 tinygpt_status tinygpt_context_save(tinygpt *m, tinygpt_context **out);
 /* Makes m's cache exactly the saved one. A context from a model of another
- * shape is TINYGPT_ERR_ARG, one longer than m's cache TINYGPT_ERR_RANGE. */
+ * shape is TINYGPT_ERR_ARG, one longer than m's cache TINYGPT_ERR_RANGE.
+ * Restoring only reads c: several handles on several threads may restore
+ * the same context at once (one prompt, parallel continuations). */
 tinygpt_status tinygpt_context_restore(tinygpt *m, const tinygpt_context *c);
 int tinygpt_context_n_past(const tinygpt_context *c);
 void tinygpt_context_free(tinygpt_context *c);
@@ -385,6 +401,182 @@ tinygpt_status tinygpt_generate(tinygpt *m, const int *tokens, int n,
 tinygpt_status tinygpt_generate_text(tinygpt *m, const char *text, size_t len,
                                      const tinygpt_generate_opts *opts, tinygpt_token_fn fn,
                                      void *user, tinygpt_generate_result *res);
+
+/* ==== analysis: the numbers of `tinygpt compare`, `profile` and `bench` ===
+ * The same library code the commands print (model/analysis.h,
+ * model/measure.h), as plain structs. Each call runs its own forward
+ * passes and leaves the KV cache empty (tinygpt_n_past 0). Quality and
+ * agreement run under the handle's head mask (so an ablated loss is
+ * tinygpt_set_head_mask + tinygpt_run_quality); the head analysis starts
+ * from every head on and makes its own masks; the mask set before is in
+ * force again afterwards. Losses are in nats. */
+
+/* The scoring scheme: ids cut into non-overlapping windows of N tokens;
+ * in each window positions 1..n-1 are predicted from the ones before. */
+#define TINYGPT_LOSS_BUCKETS 4
+
+typedef struct tinygpt_loss_bucket {
+    int from, to;            /* window positions [from, to] */
+    uint64_t tokens;         /* positions scored there */
+    double nats, nats_per_token; /* summed; mean (NaN: none) */
+} tinygpt_loss_bucket;
+
+typedef struct tinygpt_quality {
+    int window;              /* N */
+    uint64_t tokens, bytes;  /* positions scored, bytes of their pieces */
+    double nats, nats_per_token, perplexity, nats_per_byte;
+    tinygpt_loss_bucket by_position[TINYGPT_LOSS_BUCKETS]; /* 1..N/8-1, ..N/4-1, ..N/2-1, ..N-1 */
+    double in_context_score; /* last bucket's nats/token minus the first's (< 0: context helps) */
+} tinygpt_quality;
+
+/* ids[n] (n >= 2) in windows of `window` tokens (0: the cache length;
+ * else [2, n_ctx]). */
+tinygpt_status tinygpt_run_quality(tinygpt *m, const int *ids, size_t n, int window,
+                                   tinygpt_quality *out);
+
+typedef struct tinygpt_head {
+    int layer, head, kv_head;
+    /* means over the queries (model/heads.h): normalised entropy, largest
+     * weight, weight on position 0, on the previous token, on the last 4
+     * positions, and the induction score on repeated random sequences */
+    double entropy, confidence, sink, prev, local, induction;
+    const char *cls;         /* "previous-token", "sink", "induction", "local", "broad",
+                                "mixed" (static) */
+    double ablation_loss;    /* the loss with this head zeroed */
+    double ablation_delta;   /* ablation_loss - baseline_loss */
+    double only_loss;        /* keeping only this head of its layer (NaN when H == 1) */
+} tinygpt_head;
+
+typedef struct tinygpt_layer_heads {
+    int layer, best_head;    /* best: lowest only_loss (first on ties) */
+    double all_heads_loss, best_head_loss, random_head_loss; /* random: mean only_loss */
+} tinygpt_layer_heads;
+
+typedef struct tinygpt_heads_opts {
+    int window;              /* N; 0 (default): the cache length */
+    uint64_t head_tokens;    /* positions scored for the metrics and ablations (default 2048) */
+    uint64_t seed;           /* of the random induction sequences (default 1) */
+} tinygpt_heads_opts;
+
+void tinygpt_heads_opts_init(tinygpt_heads_opts *o); /* the defaults of `tinygpt compare` */
+
+typedef struct tinygpt_head_analysis {
+    int n_layer, n_head, n_kv_head, window;
+    uint64_t head_tokens, seed, tokens; /* tokens: positions actually scored */
+    double baseline_loss;    /* every head on, over those positions */
+    tinygpt_head *heads;     /* [L * H], layer-major */
+    tinygpt_layer_heads *layers; /* [n_layers]: one per layer when H > 1, else none */
+    int n_layers;
+} tinygpt_head_analysis;
+
+/* The head analysis of ids[n] (n >= 2). *out is the caller's: free it with
+ * tinygpt_head_analysis_free. opts may be NULL (defaults). */
+tinygpt_status tinygpt_run_heads(tinygpt *m, const int *ids, size_t n,
+                                 const tinygpt_heads_opts *opts, tinygpt_head_analysis **out);
+void tinygpt_head_analysis_free(tinygpt_head_analysis *a);
+
+typedef struct tinygpt_agreement {
+    uint64_t positions, top1_same;
+    double kl_sum;           /* sum of KL(a || b), nats */
+    double top1, kl;         /* top1_same / positions, kl_sum / positions (NaN: none) */
+} tinygpt_agreement;
+
+/* Two models on the same windows of ids[n] (ids of a's vocabulary, which
+ * must mean the same tokens in b's: same n_vocab and every piece equal,
+ * else TINYGPT_ERR_ARG), over the first min(V_a, V_b) logits. Errors are
+ * reported on a. window 0: the smaller cache. */
+tinygpt_status tinygpt_run_agreement(tinygpt *a, tinygpt *b, const int *ids, size_t n,
+                                     int window, tinygpt_agreement *out);
+
+/* ---- where the time goes ---- */
+
+#define TINYGPT_ALL (-2)     /* a profile row over every layer / head */
+
+typedef struct tinygpt_profile_row {
+    const char *name;        /* the op ("embed", "qkv", "attn_scores", ...), "(outside ops)"
+                                or "total" */
+    int layer, head;         /* TINYGPT_ALL, -1 (not tied to one), or the index */
+    double calls, ns, pct;   /* instances timed, wall time, % of the phase */
+    double flops, bytes, weight_bytes, kv_bytes, act_bytes;
+    double roof_pct;         /* 100 * roofline time / ns; < 0: no roofline or no time */
+} tinygpt_profile_row;
+
+typedef struct tinygpt_profile_phase {
+    const char *name;        /* "prefill", "decode" */
+    int ran;                 /* at least one step */
+    int steps;
+    int64_t tokens;
+    double wall_ns, op_ns, wait_ns, cpu_ns;
+    tinygpt_profile_row *ops; int n_ops;         /* one per op, all layers and heads */
+    tinygpt_profile_row *layers; int n_layers;   /* per (layer, op) when per_layer */
+    tinygpt_profile_row *heads; int n_heads;     /* per (head, attention op) when per_head */
+    tinygpt_profile_row outside, total;
+} tinygpt_profile_phase;
+
+typedef struct tinygpt_profile {
+    int n_threads;
+    double dram_gbs, peak_gflops; /* the roofline measured (0: none) */
+    tinygpt_profile_phase phase[2]; /* prefill, decode */
+} tinygpt_profile;
+
+typedef struct tinygpt_profile_opts {
+    const int *prompt;       /* [n_prompt] ids of the prefill (NULL: n_prompt random ids
+                                from seed, as `tinygpt profile` without -p) */
+    int n_prompt;            /* >= 1 (default 128, or n_ctx - gen if that is less) */
+    int gen;                 /* decode steps after it (default 32); n_prompt + gen <= n_ctx */
+    int reps;                /* repetitions, summed (default 1) */
+    uint64_t seed;           /* of the random prompt and the sampler (default 0) */
+    int per_layer, per_head; /* fill those rows (default 0) */
+    double roofline_seconds; /* > 0: measure the machine's roofline first, that long per
+                                probe (for roof_pct); 0 (default): none */
+} tinygpt_profile_opts;
+
+void tinygpt_profile_opts_init(tinygpt_profile_opts *o);
+/* One unprofiled warm-up, then reps x (prefill, gen decode steps with a
+ * timed sample each) under the profiler: `tinygpt profile --json`'s
+ * numbers (the defaults are its defaults; n_prompt 0 means the default).
+ * Free *out with tinygpt_profile_free. */
+tinygpt_status tinygpt_run_profile(tinygpt *m, const tinygpt_profile_opts *opts,
+                                   tinygpt_profile **out);
+void tinygpt_profile_free(tinygpt_profile *p);
+
+typedef struct tinygpt_sweep_row {
+    int ctx, steps;          /* positions in the cache; decode steps timed (medians) */
+    double step_us, attn_us; /* the step; scores + softmax + mix */
+    double part_us[3];       /* scores, softmax, mix */
+    double attn_pct, us_per_head, attn_gflops, attn_roof_pct; /* roof < 0: none */
+} tinygpt_sweep_row;
+
+/* Decode at growing context: for each ctx[i] (ascending, distinct, in [1,
+ * n_ctx - 1]) a prefill of random ids (seed) up to it, then `steps`
+ * profiled decode steps there. rows[n]. roofline_seconds as above. */
+tinygpt_status tinygpt_run_sweep(tinygpt *m, const int *ctx, int n, int steps, uint64_t seed,
+                                 double roofline_seconds, tinygpt_sweep_row *rows);
+
+typedef struct tinygpt_bench_row {
+    int threads, is_pp, n, reps; /* ppN: one prefill of N; tgN: N decode steps */
+    double tok_s, tok_s_sd;  /* mean and sample standard deviation over the reps */
+    double gflops, gbs;
+    double flops_frac, bw_frac, roof_frac; /* fractions of the machine (< 0: no roofline) */
+} tinygpt_bench_row;
+
+#define TINYGPT_BENCH_MAX_REPS 1000
+/* llama-bench style: one warm-up, then reps (1..1000) timed runs of ppN or
+ * tgN on tokens[n] (NULL: random ids from seed 1, as `tinygpt bench`).
+ * ms, if non-NULL, gets each repetition's milliseconds [reps]. */
+tinygpt_status tinygpt_run_bench(tinygpt *m, int is_pp, int n, int reps, const int *tokens,
+                                 double roofline_seconds, tinygpt_bench_row *out, double *ms);
+
+typedef struct tinygpt_speed {
+    int n_tokens, reps;      /* N prefilled and N decoded */
+    double prefill_tok_s, decode_tok_s;           /* medians */
+    double prefill_attn_share, decode_attn_share; /* attention / op time (profiled runs) */
+} tinygpt_speed;
+
+/* The speed part of `tinygpt compare`: prefill ids[0..N) and decode N
+ * steps, reps times (window 0: the cache length). */
+tinygpt_status tinygpt_run_speed(tinygpt *m, const int *ids, size_t n, int window, int reps,
+                                 tinygpt_speed *out);
 
 #ifdef __cplusplus
 }

@@ -296,7 +296,7 @@ static tinygpt_status end_record(tinygpt_gen *g, tinygpt_token *t) {
             return tg_lib_fail(g->m, TINYGPT_ERR_NOMEM, "tinygpt_gen: out of memory");
         memcpy(g->out, g->pend_out, g->n_pend_out);
         out_len = g->n_pend_out;
-        if (g->res.stop != TINYGPT_STOP_STRING) {
+        if (g->res.stop != TINYGPT_STOP_STRING && g->n_held) {
             memcpy(g->out + out_len, g->held, g->n_held);
             out_len += g->n_held;
         }

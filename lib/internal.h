@@ -17,6 +17,12 @@ const float *tg_lib_last_logits(const tinygpt *m);
 const int *tg_lib_cache_ids(const tinygpt *m);
 tg_gpt *tg_lib_gpt(tinygpt *m);
 tg_err *tg_lib_err(tinygpt *m);
+struct tg_tokenizer;
+struct tg_tokenizer *tg_lib_tok(tinygpt *m);
+/* After a model/ analysis call that ran its own passes: the cache is
+ * emptied (its content is unknown here), the probe detached and the
+ * handle's head mask attached again. */
+void tg_lib_cache_lost(tinygpt *m);
 /* ids[K]: the K largest of l[V], best first, ties to the lower id. */
 void tg_lib_top_k(const float *l, int V, int K, int *ids);
 

@@ -10,6 +10,7 @@
 
 #include "lib/internal.h"
 
+#include "model/analysis.h"
 #include "model/gpt.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
@@ -403,36 +404,25 @@ tinygpt_status tinygpt_score(tinygpt *m, const int *tokens, int n, float *out) {
 
 /* ---- attention and ablation ------------------------------------------------- */
 
-typedef struct attn_capture {
-    float *w; /* [L, H, T, T] */
-    int H, T;
-} attn_capture;
-
-/* The probe's attention hook: query qpos's weights over keys 0..qpos. */
-static void capture_attn(void *user, int layer, int head, int qpos, const float *p, int n_pos) {
-    attn_capture *a = user;
-    if (qpos >= a->T || n_pos > a->T) return;
-    memcpy(a->w + (((size_t)layer * a->H + head) * a->T + qpos) * a->T, p,
-           (size_t)n_pos * sizeof *p);
-}
-
 tinygpt_status tinygpt_attention(tinygpt *m, const int *tokens, int n, float *weights,
                                  float *logits) {
     const tinygpt_info *i = &m->info;
     if (n < 1 || n > i->n_ctx)
         return fail(tg_fail(&m->err, TG_ERR_RANGE, "tinygpt_attention: %d tokens; it takes 1 "
                             "to %d (the context)", n, i->n_ctx));
-    float *own = logits ? NULL : malloc((size_t)i->n_vocab * sizeof *own);
-    if (!logits && !own)
-        return fail(tg_fail(&m->err, TG_ERR_NOMEM, "tinygpt_attention: out of memory"));
-    memset(weights, 0, (size_t)i->n_layer * i->n_head * n * n * sizeof *weights);
-    attn_capture a = {weights, i->n_head, n};
-    tg_probe probe = {.user = &a, .attn = capture_attn};
-    tg_gpt_set_probe(m->gpt, &probe);
-    tinygpt_status s = tinygpt_eval(m, tokens, n, 0, logits ? logits : own, 0);
-    tg_gpt_set_probe(m->gpt, NULL);
-    free(own);
-    return s;
+    for (int t = 0; t < n; t++)
+        if (tokens[t] < 0 || tokens[t] >= i->n_vocab)
+            return fail(tg_fail(&m->err, TG_ERR_ARG, "tinygpt_attention: token %d is %d, "
+                                "outside [0, %d) (the vocabulary)", t, tokens[t], i->n_vocab));
+    /* the capture of `tinygpt attention` (model/analysis.h), the last
+     * logits kept as tinygpt_eval keeps them */
+    tg_status s = tg_attention_capture_into(m->gpt, tokens, n, weights, m->last_logits, &m->err);
+    if (s == TG_OK || s == TG_ERR_NUMERIC) { /* the cache holds the prompt */
+        memcpy(m->cache_ids, tokens, (size_t)n * sizeof *tokens);
+        m->have_logits = s == TG_OK;
+    }
+    if (s == TG_OK && logits) memcpy(logits, m->last_logits, (size_t)i->n_vocab * sizeof *logits);
+    return fail(s);
 }
 
 tinygpt_status tinygpt_set_head_mask(tinygpt *m, const uint8_t *mask) {
@@ -541,3 +531,12 @@ tinygpt_status tinygpt_context_restore(tinygpt *m, const tinygpt_context *c) {
 }
 
 int tinygpt_context_n_past(const tinygpt_context *c) { return c->n_past; }
+
+tg_tokenizer *tg_lib_tok(tinygpt *m) { return m->tok; }
+
+void tg_lib_cache_lost(tinygpt *m) {
+    tg_gpt_truncate(m->gpt, 0, &m->err);
+    m->have_logits = 0;
+    tg_gpt_set_probe(m->gpt, NULL);
+    tg_gpt_set_head_mask(m->gpt, m->head_mask, &m->err); /* copied into a buffer it has */
+}

@@ -213,7 +213,7 @@ static void print_row_json(FILE *f, const row *r, int first) {
             r->kv_bytes, r->act_bytes, CLI_JNUM("%.6g", r->ns > 0 ? r->flops / r->ns : 0.0),
             CLI_JNUM("%.6g", r->ns > 0 ? r->bytes / r->ns : 0.0));
     if (r->roof_pct >= 0)
-        fprintf(f, "%s}", CLI_JNUM("%.4f", r->roof_pct));
+        fprintf(f, "%s}", CLI_JNUM("%.6g", r->roof_pct)); /* %g: the sampler's share can be < 1e-4 % */
     else
         fprintf(f, "null}");
 }

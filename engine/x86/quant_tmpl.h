@@ -17,11 +17,14 @@
  *          sequential stream.
  *   T == 1, F16/BF16   the weights widened to f32 in registers (F16C
  *          vcvtph2ps; bfloat16 by a 16-bit shift), four FMA chains.
- *   T > 1  every type: ~2 MB of W's rows at a time decoded to f32 (and
+ *   T > 1, Q8_0/Q4_0 with VNNI (QL defined: quant_avx512.c, quant_avxvnni.c)
+ *          the int8 GEMM on vpdpbusd (qgemm_tmpl.h).
+ *   T > 1  otherwise: ~2 MB of W's rows at a time decoded to f32 (and
  *          for Q8_0/Q4_0 X's blocks decoded too, exactly) and handed to the
  *          ISA's f32 matmul, whose every output is independent of the rows
- *          around it. (An int8 GEMM on vpdpbusd is the next step: this one
- *          runs at the f32 GEMM's speed plus one decode pass over W.)
+ *          around it: the f32 GEMM's speed plus one decode pass over W. (On
+ *          AVX2 without VNNI, vpmaddubsw's saturating u8·s8 pairs would need
+ *          the sign trick per broadcast, as many instructions as f32 FMAs.)
  *
  * Results do not depend on o0/o1: each row is computed by the same
  * operations wherever it falls. */
@@ -61,32 +64,82 @@ ALWAYS_INLINE __m256i block_dot(__m256i w, __m256i x) {
     return acc;
 }
 
-/* y[o0..o1) = W · x for one token, W in Q8_0 (q4 = 0) or Q4_0 (q4 = 1) */
+/* 32 nibbles of a Q4_0 block as unsigned bytes q (element j: q - 8) */
+ALWAYS_INLINE __m256i q4_nibbles(const uint8_t *qs) {
+    __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
+    return _mm256_set_m128i(hi, lo);
+}
+
+/* Q8_0 weights as unsigned bytes w + 128 in the GEMV only where the dot
+ * products do not saturate: vpdpbusd sums u8·s8 in int32, vpmaddubsw pairs
+ * in int16 (255·127·2 does not fit; Q4_0's 15·127·2 does) */
+#ifdef QL
+#define GEMV_Q8_UNSIGNED 1
+#else
+#define GEMV_Q8_UNSIGNED 0
+#endif
+
+/* y[o0..o1) = W · x for one token, W in Q8_0 (q4 = 0) or Q4_0 (q4 = 1).
+ * Q4_0 (and Q8_0 with VNNI) multiply the weights as unsigned bytes (the
+ * nibble q = w + 8; w ^ 0x80 = w + 128) by x, with the int32 lanes of a
+ * block starting at c = -8·Σx (-128·Σx) in lane 0: no sign trick per
+ * block, and c and x's scale are computed once per call for all rows. */
+#define GEMV_STACK_BLOCKS 256
 ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
                           const float *b, int nb, int o0, int o1) {
+    int32_t xc_s[GEMV_STACK_BLOCKS];
+    float xd_s[GEMV_STACK_BLOCKS];
+    int32_t *xc = xc_s;
+    float *xd = xd_s;
+    int heap = nb > GEMV_STACK_BLOCKS;
+    if (heap) {
+        xc = malloc(sizeof *xc * (size_t)nb);
+        xd = malloc(sizeof *xd * (size_t)nb);
+        if (!xc || !xd) abort(); /* kernels cannot fail; 8 bytes per 32 inputs */
+    }
+    int unsig = q4 || GEMV_Q8_UNSIGNED;
+    for (int k = 0; k < nb; k++) {
+        int32_t sx = 0;
+        for (int j = 0; j < TG_QK; j++) sx += xb[k].qs[j];
+        xc[k] = (q4 ? -8 : -128) * sx;
+        xd[k] = h2f(xb[k].d);
+    }
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
         for (int k = 0; k < nb; k++) {
-            __m256i wq;
+            __m256i wq, acc;
             uint16_t dw;
+            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
             if (q4) {
                 const tg_block_q4_0 *wb = (const tg_block_q4_0 *)wo + k;
-                wq = q4_unpack(wb->qs);
+                wq = q4_nibbles(wb->qs);
                 dw = wb->d;
             } else {
                 const tg_block_q8_0 *wb = (const tg_block_q8_0 *)wo + k;
                 wq = _mm256_loadu_si256((const __m256i *)wb->qs);
                 dw = wb->d;
             }
-            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
-            __m256 s = _mm256_cvtepi32_ps(block_dot(wq, xq));
-            __m256 d = _mm256_set1_ps(h2f(dw) * h2f(xb[k].d));
+            if (unsig) {
+                if (!q4) wq = _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80));
+                acc = _mm256_setr_epi32(xc[k], 0, 0, 0, 0, 0, 0, 0);
+                DOT32(acc, wq, xq);
+            } else {
+                acc = block_dot(wq, xq);
+            }
+            __m256 s = _mm256_cvtepi32_ps(acc);
+            __m256 d = _mm256_set1_ps(h2f(dw) * xd[k]);
             if (k & 1) a1 = _mm256_fmadd_ps(s, d, a1);
             else a0 = _mm256_fmadd_ps(s, d, a0);
         }
         float v = hsum8(_mm256_add_ps(a0, a1));
         y[o] = b ? v + b[o] : v;
+    }
+    if (heap) {
+        free(xc);
+        free(xd);
     }
 }
 
@@ -123,9 +176,46 @@ ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, s
 
 /* ---- T > 1: decode TG_ROW_BLOCK rows, then the f32 matmul ------------------ */
 
+/* one row of IEEE half (h16) or bfloat16 as f32 (exact) */
+ALWAYS_INLINE void decode_half_row(int h16, float *dst, const uint16_t *src, int in) {
+    int i = 0;
+    for (; i + 8 <= in; i += 8) _mm256_storeu_ps(dst + i, load8_half(h16, src + i));
+    for (; i < in; i++) dst[i] = half_scalar(h16, src[i]);
+}
+
+/* one row of Q8_0 (q4 = 0) or Q4_0 blocks as f32: d·q rounds once, as the
+ * reference's */
+ALWAYS_INLINE void decode_q_row(int q4, float *dst, const char *src, int in) {
+    for (int k = 0; k < in / TG_QK; k++) {
+        __m256i q;
+        uint16_t d;
+        if (q4) {
+            const tg_block_q4_0 *b = (const tg_block_q4_0 *)src + k;
+            q = q4_unpack(b->qs);
+            d = b->d;
+        } else {
+            const tg_block_q8_0 *b = (const tg_block_q8_0 *)src + k;
+            q = _mm256_loadu_si256((const __m256i *)b->qs);
+            d = b->d;
+        }
+        __m256 vd = _mm256_set1_ps(h2f(d));
+        __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+        float *o = dst + (size_t)k * TG_QK;
+        _mm256_storeu_ps(o, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+        _mm256_storeu_ps(o + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
+        _mm256_storeu_ps(o + 16, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+        _mm256_storeu_ps(o + 24, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+    }
+}
+
 static void decode_rows(tg_wtype t, float *dst, const char *w, size_t ldw, int in, int r0, int r1) {
-    for (int r = r0; r < r1; r++)
-        tg_dequantize_row(t, dst + (size_t)(r - r0) * in, w + (size_t)r * ldw, in);
+    for (int r = r0; r < r1; r++) {
+        float *d = dst + (size_t)(r - r0) * in;
+        const char *src = w + (size_t)r * ldw;
+        if (t == TG_WTYPE_F16) decode_half_row(1, d, (const uint16_t *)src, in);
+        else if (t == TG_WTYPE_BF16) decode_half_row(0, d, (const uint16_t *)src, in);
+        else decode_q_row(t == TG_WTYPE_Q4_0, d, src, in);
+    }
 }
 
 static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
@@ -155,18 +245,37 @@ static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, siz
     free(xd);
 }
 
+/* ---- T > 1 on integer dot products, where the file has VNNI ------------------ */
+
+#ifdef QL
+#include "engine/x86/qgemm_tmpl.h"
+Q_TILE(1) Q_TILE(2) Q_TILE(3)
+#if QMR >= 6
+Q_TILE(4) Q_TILE(5) Q_TILE(6)
+static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3,
+                                           q_tile_4, q_tile_5, q_tile_6};
+#else
+static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
+#endif
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1) \
+    qgemm_run(q4, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1)
+#else /* vpmaddubsw saturates u8·s8 pairs: decode to the f32 GEMM instead */
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1) \
+    gemm_decoded(ty, y, x, w, ldw, b, T, in, out, o0, o1)
+#endif
+
 /* ---- the table entries ------------------------------------------------------ */
 
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else gemm_decoded(TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else gemm_decoded(TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,

@@ -18,6 +18,7 @@
  * API promises that needs no oracle is checked here; a failure prints what
  * and exits 1. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,27 @@ static int by_logit(const void *x, const void *y) {
     int a = *(const int *)x, b = *(const int *)y;
     if (sort_key[a] != sort_key[b]) return sort_key[a] > sort_key[b] ? -1 : 1;
     return a - b;
+}
+
+/* One handle per thread: a generation on its own handle, from a context
+ * saved on another (contexts do not depend on their handle). */
+typedef struct job {
+    const char *path;
+    const tinygpt_context *ctx;
+    const tinygpt_generate_opts *go;
+    run r;
+    int status;
+} job;
+
+static void *run_job(void *p) {
+    job *j = p;
+    tinygpt *h;
+    char err[TINYGPT_ERR_LEN];
+    if ((j->status = tinygpt_open(&h, j->path, NULL, err))) return NULL;
+    if (!(j->status = tinygpt_context_restore(h, j->ctx)))
+        j->status = tinygpt_generate(h, NULL, 0, j->go, collect, &j->r, NULL);
+    tinygpt_close(h);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -288,6 +310,18 @@ int main(int argc, char **argv) {
     CHECK(m2 && tinygpt_context_restore(m2, ctx) == 0 &&
               tinygpt_generate(m2, NULL, 0, &go, collect, &b, NULL) == 0 && same_ids(&a, &b),
           "restored into another handle");
+    /* two handles on two threads at once, from the saved context */
+    static job jobs[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        jobs[i].path = path, jobs[i].ctx = ctx, jobs[i].go = &go, jobs[i].status = -1;
+        pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i].status == 0 && same_ids(&a, &jobs[i].r), "thread %d: status %d, %d tokens",
+              i, jobs[i].status, jobs[i].r.n);
+    }
     /* the step API gives the same tokens; stopping early */
     tinygpt_gen *g = NULL;
     CHECK(tinygpt_context_restore(m, ctx) == 0 && tinygpt_gen_start(m, NULL, 0, &go, &g) == 0,
@@ -382,6 +416,121 @@ int main(int argc, char **argv) {
     free(longp);
     tinygpt_context_free(ctx);
     tinygpt_close(m2);
+
+    /* ---- analysis: quality, heads, agreement, profile, sweep, bench, speed ---- */
+    {
+        tinygpt_quality q;
+        /* one window holding the whole text: the summed loss is minus the
+         * sum of tinygpt_score's log-probabilities */
+        CHECK(tinygpt_run_quality(m, ids, n, 0, &q) == TINYGPT_OK && q.window == C &&
+                  q.tokens == n - 1 && tinygpt_n_past(m) == 0, "quality: %s tokens %llu",
+              tinygpt_last_error(m), (unsigned long long)q.tokens);
+        CHECK(tinygpt_score(m, ids, T, score) == TINYGPT_OK, "score again");
+        double sum = 0;
+        for (int t = 0; t + 1 < T; t++) sum -= score[t];
+        CHECK(fabs(q.nats - sum) < 1e-4 * (1 + fabs(sum)) &&
+                  fabs(q.perplexity - exp(q.nats_per_token)) < 1e-9 * q.perplexity,
+              "quality nats %.9g vs -sum(score) %.9g", q.nats, sum);
+        CHECK(tinygpt_run_quality(m, ids, 1, 0, &q) == TINYGPT_ERR_ARG &&
+                  tinygpt_run_quality(m, ids, n, C + 1, &q) == TINYGPT_ERR_ARG,
+              "quality: bad arguments");
+        /* the head analysis; each ablation loss is run_quality under that mask */
+        tinygpt_heads_opts ho;
+        tinygpt_heads_opts_init(&ho);
+        CHECK(ho.head_tokens == 2048 && ho.seed == 1 && ho.window == 0, "heads defaults");
+        tinygpt_head_analysis *ha = NULL;
+        memset(mask, 1, (size_t)L * H);
+        mask[0] = 0; /* a mask set before: not in force during, in force after */
+        CHECK(tinygpt_set_head_mask(m, mask) == 0, "mask before heads");
+        CHECK(tinygpt_run_heads(m, ids, n, &ho, &ha) == TINYGPT_OK && ha && ha->n_layer == L &&
+                  ha->n_head == H && ha->tokens == n - 1 && ha->n_layers == (H > 1 ? L : 0),
+              "heads: %s", tinygpt_last_error(m));
+        uint8_t back[64];
+        CHECK(tinygpt_get_head_mask(m, back) == 0 && back[0] == 0 && back[1] == 1,
+              "the mask is back after the head analysis");
+        /* (the baseline runs with the statistics probe attached, i.e. attention
+         * unfused: the same sums in another order, equal to float rounding) */
+        CHECK(tinygpt_set_head_mask(m, NULL) == 0 && tinygpt_run_quality(m, ids, n, 0, &q) == 0 &&
+                  ha && fabs(q.nats_per_token - ha->baseline_loss) < 1e-6 * q.nats_per_token,
+              "baseline %.12g vs quality %.12g", ha ? ha->baseline_loss : 0, q.nats_per_token);
+        for (int i = 0; ha && i < L * H; i++) {
+            const tinygpt_head *h = &ha->heads[i];
+            memset(mask, 1, (size_t)L * H);
+            mask[i] = 0;
+            tinygpt_set_head_mask(m, mask);
+            tinygpt_quality qa;
+            CHECK(h->layer == i / H && h->head == i % H && h->kv_head == h->head && h->cls &&
+                      h->entropy >= 0 && h->entropy <= 1 + 1e-9 && h->sink >= 0 &&
+                      h->confidence <= 1 + 1e-9, "head %d fields", i);
+            CHECK(tinygpt_run_quality(m, ids, n, 0, &qa) == 0 &&
+                      fabs(qa.nats_per_token - h->ablation_loss) < 1e-12 &&
+                      fabs(h->ablation_delta - (h->ablation_loss - ha->baseline_loss)) < 1e-12,
+                  "head %d: ablation loss %.12g, quality under its mask %.12g", i,
+                  h->ablation_loss, qa.nats_per_token);
+            /* keeping only this head of its layer */
+            memset(mask, 1, (size_t)L * H);
+            memset(mask + (i / H) * H, 0, (size_t)H);
+            mask[i] = 1;
+            tinygpt_set_head_mask(m, mask);
+            CHECK(H == 1 || (tinygpt_run_quality(m, ids, n, 0, &qa) == 0 &&
+                             fabs(qa.nats_per_token - h->only_loss) < 1e-12),
+                  "head %d: only-head loss %.12g vs %.12g", i, h->only_loss, qa.nats_per_token);
+        }
+        tinygpt_set_head_mask(m, NULL);
+        tinygpt_head_analysis_free(ha);
+        /* a model agrees with itself */
+        tinygpt *m3 = NULL;
+        tinygpt_agreement ag;
+        CHECK(tinygpt_open(&m3, path, NULL, err) == 0 &&
+                  tinygpt_run_agreement(m, m3, ids, n, 0, &ag) == 0 && ag.positions == n - 1 &&
+                  ag.top1_same == ag.positions && ag.top1 == 1 && fabs(ag.kl) < 1e-9,
+              "agreement with itself: %s", tinygpt_last_error(m));
+        tinygpt_close(m3);
+        /* profile: every op of both phases, the steps asked for */
+        tinygpt_profile_opts po;
+        tinygpt_profile_opts_init(&po);
+        po.n_prompt = 8;
+        po.gen = 4;
+        po.reps = 2;
+        po.per_layer = po.per_head = 1;
+        tinygpt_profile *pr = NULL;
+        CHECK(tinygpt_run_profile(m, &po, &pr) == TINYGPT_OK && pr && pr->n_threads == 1,
+              "profile: %s", tinygpt_last_error(m));
+        for (int ph = 0; pr && ph < 2; ph++) {
+            const tinygpt_profile_phase *p = &pr->phase[ph];
+            CHECK(p->ran && p->steps == (ph ? 8 : 2) && p->tokens == (ph ? 8 : 16) &&
+                      p->n_ops == 14 && p->total.ns > 0 && p->wall_ns > 0 &&
+                      !strcmp(p->name, ph ? "decode" : "prefill") && p->n_layers > 0 &&
+                      p->n_heads > 0 && !strcmp(p->ops[2].name, "qkv") &&
+                      p->ops[2].calls == (double)(ph ? 8 : 2) * L && p->ops[2].flops > 0,
+                  "profile phase %d: ran %d steps %d tokens %lld ops %d", ph, p->ran, p->steps,
+                  (long long)p->tokens, p->n_ops);
+        }
+        tinygpt_profile_free(pr);
+        po.n_prompt = C;
+        CHECK(tinygpt_run_profile(m, &po, &pr) == TINYGPT_ERR_RANGE && !pr, "profile too long");
+        /* the context sweep and bench rows */
+        int ctxs[2] = {4, 9};
+        tinygpt_sweep_row sw[2];
+        CHECK(tinygpt_run_sweep(m, ctxs, 2, 3, 1, 0, sw) == 0 && sw[0].ctx == 4 && sw[1].ctx == 9
+                  && sw[0].steps == 3 && sw[1].step_us > 0 && sw[1].attn_roof_pct < 0,
+              "sweep: %s", tinygpt_last_error(m));
+        ctxs[1] = 3;
+        CHECK(tinygpt_run_sweep(m, ctxs, 2, 3, 1, 0, sw) == TINYGPT_ERR_ARG, "sweep descending");
+        tinygpt_bench_row br;
+        double ms[3];
+        CHECK(tinygpt_run_bench(m, 1, 16, 3, NULL, 0, &br, ms) == 0 && br.is_pp && br.n == 16 &&
+                  br.reps == 3 && br.tok_s > 0 && ms[2] > 0 && br.roof_frac < 0,
+              "bench pp16: %s", tinygpt_last_error(m));
+        CHECK(tinygpt_run_bench(m, 0, 8, 2, ids, 0, &br, NULL) == 0 && !br.is_pp && br.n == 8,
+              "bench tg8");
+        CHECK(tinygpt_run_bench(m, 0, C + 1, 2, NULL, 0, &br, NULL) == TINYGPT_ERR_ARG,
+              "bench past the context");
+        tinygpt_speed spd;
+        CHECK(tinygpt_run_speed(m, ids, n, 0, 1, &spd) == 0 && spd.n_tokens == T &&
+                  spd.prefill_tok_s > 0 && spd.decode_tok_s > 0 && tinygpt_n_past(m) == 0,
+              "speed: %s", tinygpt_last_error(m));
+    }
 
     /* ---- a 16-position cache: the crop (keep) and keep 0 ---- */
     tinygpt_options o;

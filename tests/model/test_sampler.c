@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/sampler.h"
+#include "tests/model/sampler_oracle.h"
 
 #define V 97
 #define DRAWS 50000
@@ -416,4 +417,113 @@ Test(sampler, smallest_temperature) {
     tg_sampler *cold = make(with_filters(TG_SAMPLER_MIN_TEMP, 11), V);
     for (int d = 0; d < 100; d++) cr_assert_eq(tg_sampler_sample(cold, x), 40);
     tg_sampler_free(cold);
+}
+
+/* ---- the same choices as the previous sampler (the oracle) ------------------ */
+
+/* The sampler's top-k became a partial selection (a guessed threshold, then
+ * buckets) instead of a heap and a sort; sampler_oracle.c is the old code.
+ * For the same seed, settings and logits both must pick the same token at
+ * every step: over random vectors, ties, signed zeros, non-finite values,
+ * huge and tiny ranges, and sequences whose distribution drifts or jumps
+ * (so the threshold guessed from the previous token sometimes holds and
+ * sometimes not). */
+
+static uint64_t mix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double unif(uint64_t *s) { return (double)(mix64(s) >> 11) * 0x1.0p-53; }
+static double gauss(uint64_t *s) {
+    double u = unif(s), v = unif(s);
+    return sqrt(-2 * log(1 - u)) * cos(6.283185307179586 * v);
+}
+
+/* logits[n] of kind `kind` at step `step` of a sequence */
+static void gen_logits(float *x, int n, int kind, int step, uint64_t *r) {
+    double mean = 0, sd = 3;
+    if (kind == 1) mean = 0.5 * step, sd = 1 + 0.3 * (step % 7); /* drifting */
+    if (kind == 2) sd = step % 2 ? 0.01 : 30;                     /* jumping */
+    for (int i = 0; i < n; i++) {
+        double g = mean + sd * gauss(r);
+        switch (kind) {
+        case 3: x[i] = (float)floor(g); break;                       /* many ties */
+        case 4: x[i] = (float)(floor(g * 0.25) * 0.0); break;        /* +0 and -0 only */
+        case 5: x[i] = 1.5f; break;                                  /* all equal */
+        case 6: x[i] = (float)(g * 1e37); break;                     /* range overflows */
+        case 7: x[i] = (float)(g * 1e-42); break;                    /* subnormals */
+        default: x[i] = (float)g; break;
+        }
+        if (kind == 8) { /* sprinkled non-finite values */
+            uint64_t u = mix64(r) % 40;
+            if (u == 0) x[i] = NAN;
+            else if (u == 1) x[i] = -INFINITY;
+            else if (u == 2 && step % 3 == 0) x[i] = INFINITY;
+        }
+        if (kind == 9 && mix64(r) % 4) x[i] = -INFINITY; /* most tokens masked */
+    }
+}
+
+static void same_choices(int n, const int *ks, int nk, int kinds, int steps, int seeds) {
+    static const float temps[] = {0.8f, 0.3f, 1.7f, 0.0f};
+    static const float top_ps[] = {0.95f, 1.0f, 0.5f, 0.0f};
+    static const float min_ps[] = {0.05f, 0.0f, 0.3f};
+    float *x = malloc(sizeof(float) * (size_t)n);
+    cr_assert(x);
+    uint64_t r = 12345 + (uint64_t)n;
+    long compared = 0;
+    for (int ki = 0; ki < nk; ki++)
+        for (int kind = 0; kind < kinds; kind++)
+            for (int sd = 0; sd < seeds; sd++) {
+                tg_sampler_params p = tg_sampler_defaults();
+                p.top_k = ks[ki];
+                p.temp = temps[(sd + kind) % 4];
+                p.top_p = top_ps[(sd / 2 + ki) % 4];
+                p.min_p = min_ps[(sd + ki + kind) % 3];
+                p.repeat_penalty = sd % 3 == 2 ? 1.3f : 1.0f;
+                p.seed = mix64(&r);
+                tg_sampler *s = make(p, n);
+                oracle_sampler *o = NULL;
+                tg_err err;
+                cr_assert_eq(oracle_sampler_create(&o, &p, n, &err), TG_OK, "%s", err.msg);
+                for (int st = 0; st < steps; st++) {
+                    gen_logits(x, n, kind, st, &r);
+                    int a = tg_sampler_sample(s, x), b = oracle_sampler_sample(o, x);
+                    cr_assert_eq(a, b,
+                                 "V=%d top-k %d kind %d seed #%d step %d (temp %g top-p %g "
+                                 "min-p %g penalty %g): picked %d, the old sampler %d",
+                                 n, p.top_k, kind, sd, st, p.temp, p.top_p, p.min_p,
+                                 p.repeat_penalty, a, b);
+                    if (a >= 0) {
+                        tg_sampler_accept(s, a);
+                        oracle_sampler_accept(o, b);
+                    }
+                    compared++;
+                }
+                tg_sampler_free(s);
+                oracle_sampler_free(o);
+            }
+    cr_assert(compared > 0);
+    free(x);
+}
+
+Test(sampler, same_choices_as_the_old_sampler_small_vocabularies) {
+    for (int n = 1; n <= 9; n++) {
+        int ks[] = {0, 1, 2, n - 1, n, n + 3};
+        same_choices(n, ks, 6, 10, 12, 4);
+    }
+    int ks[] = {1, 2, 5, 40, 96, 97, 0};
+    same_choices(97, ks, 7, 10, 20, 6);
+}
+
+Test(sampler, same_choices_as_the_old_sampler_1024) {
+    int ks[] = {40, 1, 2, 10, 41, 100, 500, 1023, 1024};
+    same_choices(1024, ks, 9, 10, 25, 6);
+}
+
+Test(sampler, same_choices_as_the_old_sampler_gpt2_vocabulary, .timeout = 120) {
+    int ks[] = {40, 200};
+    same_choices(50257, ks, 2, 10, 6, 2);
 }
