@@ -1,6 +1,6 @@
 /* fuzz_hf.c — libFuzzer target: a Hugging Face GPT-2 folder's text files
  * (config.json, vocab.json, merges.txt) and the GPT-2 tokenizer built from
- * the vocabulary and merges they give.
+ * the vocabulary and merges they give; config.json also as a Llama's.
  *
  * The input is the three files joined by SEP (config first); missing parts
  * are empty. Any input must give TG_OK or a clean error; a vocabulary that
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/tokenizer.h"
+#include "weights/hf_llama.h"
 #include "weights/internal.h"
 
 #define SEP "\n=====\n"
@@ -57,6 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tg_gpt2_config cfg;
         memset(&cfg, 0, sizeof cfg);
         int bos = 0, eos = 0, n_min = 0;
+        /* the same config.json as a Llama's (weights/hf_llama.c) */
+        tg_model_config lcfg;
+        int lbos, leos, tie;
+        (void)tg_hf_llama_config_parse(&lcfg, &lbos, &leos, &tie, cj, lc, "fuzz/config.json", &err);
         if (hf_config_parse(&cfg, &bos, &eos, cj, lc, "fuzz/config.json", &err) == TG_OK)
             n_min = cfg.n_vocab < (1 << 16) ? cfg.n_vocab : 0; /* pads the vocabulary like hf_load */
         tg_vocab v;

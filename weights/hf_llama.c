@@ -18,7 +18,8 @@
 static tg_status get_int(const cJSON *cj, const char *path, const char *key, int dflt, int *out, tg_err *err) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(cj, key);
     if (!x || cJSON_IsNull(x)) {
-        if (dflt <= 0) return tg_fail(err, TG_ERR_FORMAT, "%s: '%s' is missing", path, key);
+        if (dflt <= 0) /* a GPT-2 config relabelled llama lands here too: say why we read it so */
+            return tg_fail(err, TG_ERR_FORMAT, "%s: '%s' is missing (a model_type \"llama\" config needs it)", path, key);
         *out = dflt;
         return TG_OK;
     }
@@ -94,6 +95,10 @@ tg_status tg_hf_llama_config_parse(tg_model_config *c, int *bos, int *eos, int *
     if (!s) s = get_int(cj, path, "num_key_value_heads", c->n_head, &c->n_kv_head, err);
     if (!s) s = get_int(cj, path, "vocab_size", 0, &c->n_vocab, err);
     if (!s) s = get_int(cj, path, "max_position_embeddings", 2048, &c->n_ctx, err);
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(cj, "head_dim");
+    if (!s && (!hd || cJSON_IsNull(hd)) && c->n_embd % c->n_head)
+        s = tg_fail(err, TG_ERR_FORMAT, "%s: hidden_size %d is not a multiple of num_attention_heads %d (and no head_dim)",
+                    path, c->n_embd, c->n_head);
     if (!s) s = get_int(cj, path, "head_dim", c->n_embd / c->n_head > 0 ? c->n_embd / c->n_head : 1, &c->head_dim, err);
     if (!s) s = get_pos(cj, path, "rms_norm_eps", 1e-6, &c->ln_eps, err); /* LlamaConfig's default */
     if (!s) s = get_pos(cj, path, "rope_theta", 10000.0, &c->rope_theta, err);

@@ -2,7 +2,7 @@
 """`tinygpt inspect` (and every command that loads a model) on llama2.c
 files and Hugging Face Llama folders: valid ones are described (architecture
 llama, n_kv_head, the rope convention, types, resident bytes); hostile ones —
-a small file truncated at every byte of its header and at intervals after it,
+a small file truncated at every byte of its header fields and at intervals after them,
 sizes that disagree with the file, negative or zero dims, n_kv_heads not
 dividing n_heads, an unknown ak42 version or group size — give one line on
 stderr naming the problem and exit 1, never a signal.
@@ -107,8 +107,10 @@ def main():
         for form, data in forms.items():
             # every byte of the header, then every 61st of the rest (test_llama2c.c
             # cuts the library's parse at every byte of whole files; this is the CLI)
-            hdr = 28 if form == "legacy" else 256
-            for n in list(range(hdr + 4)) + list(range(hdr + 4, len(data), 61)):
+            # (ak42: every byte of its fields, 0..44, then the padding every 13th)
+            hdr = 28 if form == "legacy" else 44
+            cuts = list(range(hdr + 4)) + ([] if form == "legacy" else list(range(48, 260, 13)))
+            for n in cuts + list(range(260 if form != "legacy" else 32, len(data), 61)):
                 open(p, "wb").write(data[:n])
                 needle = "truncated" if form != "legacy" and n >= 8 else ""
                 expect_error(p, needle, f"{form} truncated to {n} bytes", extra=n % 7 == 0)

@@ -164,6 +164,8 @@ with tempfile.TemporaryDirectory() as tmp:
     nop = lambda x: None  # noqa: E731
     hostile(lambda c: c.update(num_key_value_heads=3), nop, "num_key_value_heads 3 does not divide")
     hostile(lambda c: c.update(rope_scaling={"type": "linear", "factor": 2.0}), nop, "'rope_scaling' is set")
+    hostile(lambda c: c.update(num_attention_heads=3, num_key_value_heads=1), nop,
+            "hidden_size 16 is not a multiple of num_attention_heads 3")
     hostile(lambda c: c.update(attention_bias=True), nop, "'attention_bias' is set")
     hostile(lambda c: c.update(hidden_act="gelu"), nop, "hidden_act must be \"silu\"")
     hostile(lambda c: c.update(hidden_size=-16), nop, "'hidden_size' is not an integer")
