@@ -83,29 +83,41 @@ ALWAYS_INLINE __m256i q4_nibbles(const uint8_t *qs) {
 
 /* y[o0..o1) = W · x for one token, W in Q8_0 (q4 = 0) or Q4_0 (q4 = 1).
  * Q4_0 (and Q8_0 with VNNI) multiply the weights as unsigned bytes (the
- * nibble q = w + 8; w ^ 0x80 = w + 128) by x, with the int32 lanes of a
- * block starting at c = -8·Σx (-128·Σx) in lane 0: no sign trick per
- * block, and c and x's scale are computed once per call for all rows. */
+ * nibble q = w + 8; w ^ 0x80 = w + 128) by x, each int32 lane of a block
+ * starting at its own share of the correction, -8·Σx (-128·Σx) over the 4
+ * bytes that lane sums: no sign trick per block, the corrections and x's
+ * scales computed once per call for all rows. Per lane, not all in lane 0:
+ * the lanes then hold exactly the signed partial sums Σ w·x of the sign
+ * trick, small numbers, where one lane of -128·Σx against seven of
+ * (w+128)·x cancels in f32 after the conversion (that lost ~1e-5 relative
+ * and failed torch_llama's f32-tolerance share for q8_0). */
 #define GEMV_STACK_BLOCKS 256
 ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
                           const float *b, int nb, int o0, int o1) {
-    int32_t xc_s[GEMV_STACK_BLOCKS];
+    __m256i xc_s[GEMV_STACK_BLOCKS];
     float xd_s[GEMV_STACK_BLOCKS];
-    int32_t *xc = xc_s;
+    __m256i *xc = xc_s;
     float *xd = xd_s;
     int heap = nb > GEMV_STACK_BLOCKS;
     if (heap) {
-        xc = malloc(sizeof *xc * (size_t)nb);
+        xc = aligned_alloc(32, sizeof *xc * (size_t)nb);
         xd = malloc(sizeof *xd * (size_t)nb);
-        if (!xc || !xd) abort(); /* kernels cannot fail; 8 bytes per 32 inputs */
+        if (!xc || !xd) abort(); /* kernels cannot fail; 36 bytes per 32 inputs */
     }
     int unsig = q4 || GEMV_Q8_UNSIGNED;
-    for (int k = 0; k < nb; k++) {
-        int32_t sx = 0;
-        for (int j = 0; j < TG_QK; j++) sx += xb[k].qs[j];
-        xc[k] = (q4 ? -8 : -128) * sx;
-        xd[k] = h2f(xb[k].d);
+    if (unsig) {
+        /* per lane c = -(8 or 128)·Σx over its 4 bytes: the same DOT32 of a
+         * constant (8·127·2 fits vpmaddubsw's int16; 128 is only used with
+         * VNNI's int32 sums) */
+        const __m256i u = _mm256_set1_epi8((char)(q4 ? 8 : 0x80));
+        for (int k = 0; k < nb; k++) {
+            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
+            __m256i c = _mm256_setzero_si256();
+            DOT32(c, u, xq);
+            xc[k] = _mm256_sub_epi32(_mm256_setzero_si256(), c);
+        }
     }
+    for (int k = 0; k < nb; k++) xd[k] = h2f(xb[k].d);
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -124,7 +136,7 @@ ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char 
             }
             if (unsig) {
                 if (!q4) wq = _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80));
-                acc = _mm256_setr_epi32(xc[k], 0, 0, 0, 0, 0, 0, 0);
+                acc = xc[k];
                 DOT32(acc, wq, xq);
             } else {
                 acc = block_dot(wq, xq);
