@@ -15,6 +15,7 @@
 #include "model/sampler.h"
 #include "model/tokenizer.h"
 #include "weights/gpt2.h"
+#include "weights/model.h"
 
 _Static_assert((int)TINYGPT_ERR_NOMEM == (int)TG_ERR_NOMEM &&
                    (int)TINYGPT_ERR_IO == (int)TG_ERR_IO &&
@@ -80,9 +81,34 @@ static void add_vector(tinygpt *m, char **names, const char *name, int n) {
 
 /* The tensor table (the views the forward pass runs on, GGUF names), the
  * info struct, and the buffers behind the cache and logits queries. */
+/* The Llama tensor table: llama.cpp's names, the views the model runs on. */
+static void llama_tensors(tinygpt *m, char **names) {
+    const tg_model_config *c = &m->model.cfg;
+    const tg_llama_weights *w = &m->model.llama;
+    char nm[40];
+    add_matrix(m, names, "token_embd.weight", &w->tok_embd);
+    for (int l = 0; l < c->n_layer; l++) {
+        const tg_llama_layer *y = &w->layers[l];
+#define NAME(suffix) (snprintf(nm, sizeof nm, "blk.%d." suffix, l), nm)
+        add_vector(m, names, NAME("attn_norm.weight"), c->n_embd);
+        add_matrix(m, names, NAME("attn_q.weight"), &y->wq);
+        add_matrix(m, names, NAME("attn_k.weight"), &y->wk);
+        add_matrix(m, names, NAME("attn_v.weight"), &y->wv);
+        add_matrix(m, names, NAME("attn_output.weight"), &y->wo);
+        add_vector(m, names, NAME("ffn_norm.weight"), c->n_embd);
+        add_matrix(m, names, NAME("ffn_gate.weight"), &y->w1);
+        add_matrix(m, names, NAME("ffn_up.weight"), &y->w3);
+        add_matrix(m, names, NAME("ffn_down.weight"), &y->w2);
+#undef NAME
+    }
+    add_vector(m, names, "output_norm.weight", c->n_embd);
+    if (!w->tied) add_matrix(m, names, "output.weight", &w->output);
+}
+
 static tg_status setup_extras(tinygpt *m) {
     const tg_gpt2_config *c = tg_gpt_config(m->gpt);
     const tg_gpt2_weights *w = tg_gpt_weights(m->gpt);
+    int llama = m->model.cfg.arch == TG_ARCH_LLAMA;
     int C = tg_gpt_n_ctx(m->gpt), L = c->n_layer;
     int n_max = 6 + 12 * L;
     m->cache_ids = calloc((size_t)C, sizeof *m->cache_ids);
@@ -92,6 +118,10 @@ static tg_status setup_extras(tinygpt *m) {
     if (!m->cache_ids || !m->last_logits || !m->tensors || !m->tensor_names)
         return tg_fail(&m->err, TG_ERR_NOMEM, "tinygpt: out of memory");
     char *names = m->tensor_names, nm[40];
+    if (llama) {
+        llama_tensors(m, &names);
+        goto table_done;
+    }
     add_matrix(m, &names, "token_embd.weight", &w->wte);
     add_tensor(m, &names, "position_embd.weight", "f32", 2, c->n_ctx, c->n_embd,
                (uint64_t)c->n_ctx * c->n_embd * sizeof(float));
@@ -116,6 +146,7 @@ static tg_status setup_extras(tinygpt *m) {
     add_vector(m, &names, "output_norm.bias", c->n_embd);
     if (!w->tied) add_matrix(m, &names, "output.weight", &w->lm_head);
 
+table_done:;
     tinygpt_info *i = &m->info;
     const char *wtype = NULL;
     for (int k = 0; k < i->n_tensors; k++) {
@@ -125,17 +156,18 @@ static tg_status setup_extras(tinygpt *m) {
         if (t->n_dims == 2 && strcmp(t->name, "position_embd.weight")) /* always f32 */
             wtype = !wtype || !strcmp(wtype, t->type) ? t->type : "mixed";
     }
-    i->arch = "gpt2";
+    i->arch = tg_arch_name(m->model.cfg.arch);
     i->path = m->model.path ? m->model.path : "";
     i->n_layer = L;
-    i->n_head = i->n_kv_head = c->n_head;
+    i->n_head = c->n_head;
+    i->n_kv_head = tg_config_n_kv_head(&m->model.cfg);
     i->n_embd = c->n_embd;
-    i->head_size = c->n_embd / c->n_head;
+    i->head_size = tg_config_head_dim(&m->model.cfg);
     i->n_ff = c->n_ff;
     i->n_vocab = c->n_vocab;
     i->n_ctx_train = c->n_ctx;
     i->n_ctx = C;
-    i->tied = w->tied;
+    i->tied = tg_model_tied(&m->model);
     i->norm_eps = c->ln_eps;
     i->weight_type = wtype ? wtype : "f32";
     i->isa = tg_isa_name(tg_gpt_engine(m->gpt)->isa);
@@ -161,7 +193,7 @@ tinygpt_status tinygpt_open(tinygpt **out, const char *path, const tinygpt_optio
     tg_gpt_opts go = {opts->n_threads, opts->isa, opts->n_ctx};
     if (!path) {
         s = tg_fail(&m->err, TG_ERR_ARG, "tinygpt: no model path");
-    } else if (!(s = tg_gpt2_load(&m->model, path, 0, &m->err)) &&
+    } else if (!(s = tg_model_load(&m->model, path, 0, &m->err)) &&
                !(s = tg_tokenizer_create(&m->tok, &m->model.vocab, &m->err)) &&
                !(s = tg_gpt_create(&m->gpt, &m->model, &go, &m->err))) {
         s = tg_sampler_create(&m->sampler, &sp, m->model.cfg.n_vocab, &m->err);
