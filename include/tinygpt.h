@@ -292,7 +292,8 @@ void tinygpt_context_free(tinygpt_context *c);
 typedef enum tinygpt_stop_reason {
     TINYGPT_STOP_NONE = 0, /* still running */
     TINYGPT_STOP_LENGTH,   /* max_tokens generated */
-    TINYGPT_STOP_EOS,      /* the model produced <|endoftext|> (not reported as a token) */
+    TINYGPT_STOP_EOS,      /* the model produced <|endoftext|>, EOS or BOS (which starts the
+                            * next text: llama2.c's stories end with it); not reported as a token */
     TINYGPT_STOP_STRING,   /* the output ended with a stop string (cut off) */
     TINYGPT_STOP_CONTEXT,  /* the cache is full and keep is 0 */
     TINYGPT_STOP_CALLER,   /* the callback returned non-zero, or tinygpt_gen_free early */
@@ -313,7 +314,7 @@ typedef struct tinygpt_generate_opts {
     const char *const *stop;    /* n_stop stop strings, each 1..TINYGPT_MAX_STOP_LEN bytes,
                                    n_stop <= TINYGPT_MAX_STOPS; copied at start */
     int n_stop;
-    int ignore_eos;             /* 1: <|endoftext|> is an ordinary token */
+    int ignore_eos;             /* 1: <|endoftext|> (EOS, BOS) is an ordinary token */
     int keep;                   /* when the cache is full: run its last `keep` tokens again
                                    as a new prompt from position 0 and go on (nanoGPT's
                                    crop); 0: stop (TINYGPT_STOP_CONTEXT); -1 (default):

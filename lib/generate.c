@@ -20,6 +20,7 @@
 struct tinygpt_gen {
     tinygpt *m;
     int V, C, eos, keep, max_tokens, ignore_eos, n_top;
+    int bos; /* a sampled BOS ends the text too (llama2.c's stories end with it) */
     tg_sampler *smp;
     float *logits;          /* [V] the next token's logits */
     int *text_ids;          /* [C + n] scratch for a context crop */
@@ -153,7 +154,7 @@ static tinygpt_status start(tinygpt *m, const int *tokens, int n,
 
     tinygpt_gen *g = calloc(1, sizeof *g);
     if (!g) return tg_lib_fail(m, TINYGPT_ERR_NOMEM, "tinygpt_gen: out of memory");
-    *g = (tinygpt_gen){.m = m, .V = V, .C = C, .eos = eos, .keep = keep,
+    *g = (tinygpt_gen){.m = m, .V = V, .C = C, .eos = eos, .bos = tinygpt_bos(m), .keep = keep,
                        .max_tokens = opts->max_tokens, .ignore_eos = opts->ignore_eos,
                        .n_top = opts->top_logprobs > V ? V : opts->top_logprobs, .unfed = -1};
     g->res = (tinygpt_generate_result){.stop = TINYGPT_STOP_NONE, .stop_index = -1,
@@ -340,7 +341,7 @@ tinygpt_status tinygpt_gen_next(tinygpt_gen *g, tinygpt_token *t) {
         return tg_lib_fail(m, TINYGPT_ERR_NUMERIC, "tinygpt_gen: no logit is a number above "
                            "-inf: nothing to sample");
     }
-    if (tok == g->eos && !g->ignore_eos) {
+    if ((tok == g->eos || (g->bos >= 0 && tok == g->bos)) && !g->ignore_eos) {
         finish(g, TINYGPT_STOP_EOS);
         return end_record(g, t);
     }

@@ -75,7 +75,7 @@ static void help(FILE *f) {
             RUN_HELP_TOKENIZER
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
-            "(<|endoftext|>), stop (a --stop string), context (full, with --keep 0) or\n"
+            "(<|endoftext|>, or a Llama model's EOS or BOS), stop (a --stop string), context (full, with --keep 0) or\n"
             "interrupted (Ctrl-C). A log-probability is the model's own: log-softmax of the raw\n"
             "logits, before the repetition penalty, the temperature and any truncation; a\n"
             "token's \"bytes\" are exact, its \"piece\" and every \"text\" are UTF-8 with each\n"
@@ -219,6 +219,7 @@ typedef struct gen {
     const gen_opts *o;
     run_ctx *rc;
     int C, V, eos, keep;
+    int bos;                 /* a sampled BOS ends the text too (-1: none) */
     float *logits;           /* [V] next-token logits */
     int *hist;               /* every token of the text so far; the cache holds */
     size_t n_hist, cap_hist; /* the last P of them */
@@ -401,7 +402,9 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
                          "no logit is a number above -inf: nothing to sample");
             break;
         }
-        if (tok == g->eos && !o->ignore_eos) {
+        /* BOS starts the next text: llama2.c's TinyStories models end a
+         * story with it, and run.c stops there */
+        if ((tok == g->eos || tok == g->bos) && !o->ignore_eos) {
             c->stop = "eos";
             break;
         }
@@ -785,7 +788,7 @@ int cmd_generate(int argc, char **argv) {
         return code;
     }
     gen g = {.o = &o, .rc = &rc, .C = tg_gpt_n_ctx(rc.gpt), .V = tg_gpt_config(rc.gpt)->n_vocab,
-             .eos = rc.eos};
+             .eos = rc.eos, .bos = tg_tokenizer_bos(rc.tok)};
     int C = g.C;
     int *ids = NULL;
     char *ids_text = NULL;

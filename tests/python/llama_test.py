@@ -86,6 +86,26 @@ def main():
         if want.endswith("\n") and not got.endswith("\n"):
             want = want[:-1]  # the CLI ends its output with a newline
         check(got == want, "greedy text differs:\n%r\n%r" % (got, want))
+        # A sampled BOS ends the text (llama2.c's stories end with it): the
+        # run that ignores it shows where it comes; the normal run stops
+        # there, in the binding and the command alike.
+        p = "The sun"
+        d = json.loads(cli("generate", "-m", gguf, "-p", p, "--temp", "0", "-n", "480",
+                           "--ignore-eos", "--json"))
+        free = [t["id"] for t in d["samples"][0]["tokens"]]
+        cut = free.index(i["bos"]) if i["bos"] in free else None
+        check(cut is not None, "no BOS in 480 greedy tokens after %r (pick another prompt)" % p)
+        if cut is not None:
+            d = json.loads(cli("generate", "-m", gguf, "-p", p, "--temp", "0", "-n", "480",
+                               "--json"))
+            ids_stop = [t["id"] for t in d["samples"][0]["tokens"]]
+            check(ids_stop == free[:cut], "generate stops at BOS: %d tokens, BOS at %d"
+                  % (len(ids_stop), cut))
+            got = "".join(m.generate(p, 480, temperature=0))
+            want = cli("generate", "-m", gguf, "-p", p, "--temp", "0", "-n", "480", "--no-echo")
+            if want.endswith("\n") and not got.endswith("\n"):
+                want = want[:-1]
+            check(got == want, "binding stops at BOS as the command does")
     print("%d failures" % len(fails))
     return 1 if fails else 0
 
