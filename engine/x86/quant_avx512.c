@@ -38,4 +38,28 @@ static inline qvf qfma(qvf a, qvf b, qvf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline qvf qmul(qvf a, qvf b) { return _mm512_mul_ps(a, b); }
 static inline qvf qadd(qvf a, qvf b) { return _mm512_add_ps(a, b); }
 
+/* the f16 scales of 8 consecutive Q4_0 (q4) or Q8_0 blocks from p as 8
+ * words: word permutes across two zmm loads (Q4_0: the scales are words
+ * 9·j of the 144 bytes; Q8_0: words 17·j of 272, two permutes), reading
+ * only bytes of those 8 blocks */
+static inline __m128i gemv_scales8(int q4, const char *p) {
+    const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+    if (q4) {
+        const __m512i i9 = _mm512_setr_epi32(9 << 16, 27 << 16 | 18, 45 << 16 | 36, 63 << 16 | 54, 0,
+                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        return _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, i9, l1));
+    }
+    const __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
+    /* words 0, 17, 34, 51 of l0:l1 into words 0..3; 68, 85, 102, 119 (4,
+     * 21, 38, 55 of l2:l3) into words 4..7 */
+    const __m512i ia = _mm512_setr_epi32(17 << 16, 51 << 16 | 34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0, 0);
+    const __m512i ib = _mm512_setr_epi32(0, 0, 21 << 16 | 4, 55 << 16 | 38, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0, 0, 0);
+    __m128i a = _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, ia, l1));
+    __m128i b = _mm512_castsi512_si128(_mm512_permutex2var_epi16(l2, ib, l3));
+    return _mm_blend_epi16(a, b, 0xf0);
+}
+#define GEMV_SCALES8(q4, p) gemv_scales8((q4), (p))
+
 #include "engine/x86/quant_tmpl.h"

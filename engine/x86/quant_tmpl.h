@@ -64,94 +64,175 @@ ALWAYS_INLINE __m256i block_dot(__m256i w, __m256i x) {
     return acc;
 }
 
-/* 32 nibbles of a Q4_0 block as unsigned bytes q (element j: q - 8) */
-ALWAYS_INLINE __m256i q4_nibbles(const uint8_t *qs) {
-    __m128i b = _mm_loadu_si128((const __m128i *)qs);
-    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(15));
-    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(15));
-    return _mm256_set_m128i(hi, lo);
-}
-
 /* Q8_0 weights as unsigned bytes w + 128 in the GEMV only where the dot
  * products do not saturate: vpdpbusd sums u8·s8 in int32, vpmaddubsw pairs
- * in int16 (255·127·2 does not fit; Q4_0's 15·127·2 does) */
+ * in int16 (255·127·2 does not fit; Q4_0's 15·127·2 does). With VNNI, Q4_0
+ * keeps its high nibbles in place (q & 0xF0 = 16·q, 240·127·4 fits int32;
+ * pairs of 240·128 would not fit vpmaddubsw's int16): lanes 4..7 of a
+ * block then hold 16× their sums, exactly, undone once per row. */
 #ifdef QL
 #define GEMV_Q8_UNSIGNED 1
+#define GEMV_Q4_HI16 1
 #else
 #define GEMV_Q8_UNSIGNED 0
+#define GEMV_Q4_HI16 0
 #endif
+
+/* the 32 unsigned nibbles q of a Q4_0 block (element j: q - 8), low ones in
+ * the low 128 bits; with GEMV_Q4_HI16 the high ones as 16·q */
+ALWAYS_INLINE __m256i q4_gemv_nibbles(const uint8_t *qs) {
+    __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    if (GEMV_Q4_HI16)
+        return _mm256_and_si256(b, _mm256_setr_epi64x(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
+                                                      (long long)0xf0f0f0f0f0f0f0f0ULL,
+                                                      (long long)0xf0f0f0f0f0f0f0f0ULL));
+    b = _mm256_srlv_epi32(b, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+    return _mm256_and_si256(b, _mm256_set1_epi8(15));
+}
+
+/* the f16 scales of 8 consecutive blocks (stride bs bytes) as 8 words: the
+ * 16 bytes at j·(bs - 2) hold block j's scale as their word j, so 8 loads
+ * and 7 word blends (no gather: microcoded and slow on Zen 4) */
+ALWAYS_INLINE __m128i scales8_f16(const char *p, int bs) {
+    const size_t st = (size_t)bs - 2;
+#define SC8_LOAD(j) _mm_loadu_si128((const __m128i *)(p + (j) * st))
+    __m128i h = SC8_LOAD(0);
+    h = _mm_blend_epi16(h, SC8_LOAD(1), 0x02);
+    h = _mm_blend_epi16(h, SC8_LOAD(2), 0x04);
+    h = _mm_blend_epi16(h, SC8_LOAD(3), 0x08);
+    h = _mm_blend_epi16(h, SC8_LOAD(4), 0x10);
+    h = _mm_blend_epi16(h, SC8_LOAD(5), 0x20);
+    h = _mm_blend_epi16(h, SC8_LOAD(6), 0x40);
+    h = _mm_blend_epi16(h, SC8_LOAD(7), 0x80);
+#undef SC8_LOAD
+    return h;
+}
+
+/* sc[k] = d_w[k]·d_x[k] for the nb blocks of one weight row (stride bs) */
+ALWAYS_INLINE void row_scales(float *sc, const char *wo, int bs, const float *xd, int nb) {
+    int k = 0;
+    for (; k + 8 <= nb; k += 8) {
+        __m128i h = scales8_f16(wo + (size_t)k * bs, bs);
+        _mm256_storeu_ps(sc + k, _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_loadu_ps(xd + k)));
+    }
+    for (; k < nb; k++) {
+        uint16_t d;
+        memcpy(&d, wo + (size_t)k * bs, 2);
+        sc[k] = h2f(d) * xd[k];
+    }
+}
+
+/* acc (8 × int32) = the dot products of block k of a weight row (at wb)
+ * with x's block k, per lane (see gemv_q) */
+ALWAYS_INLINE __m256i gemv_block(int q4, int unsig, const char *wb, __m256i xq, __m256i xc) {
+    __m256i acc = xc;
+    if (q4) {
+        DOT32(acc, q4_gemv_nibbles((const uint8_t *)wb + 2), xq);
+    } else if (unsig) {
+        __m256i wq = _mm256_loadu_si256((const __m256i *)(wb + 2));
+        DOT32(acc, _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80)), xq);
+    } else {
+        acc = block_dot(_mm256_loadu_si256((const __m256i *)(wb + 2)), xq);
+    }
+    return acc;
+}
 
 /* y[o0..o1) = W · x for one token, W in Q8_0 (q4 = 0) or Q4_0 (q4 = 1).
  * Q4_0 (and Q8_0 with VNNI) multiply the weights as unsigned bytes (the
  * nibble q = w + 8; w ^ 0x80 = w + 128) by x, each int32 lane of a block
  * starting at its own share of the correction, -8·Σx (-128·Σx) over the 4
- * bytes that lane sums: no sign trick per block, the corrections and x's
- * scales computed once per call for all rows. Per lane, not all in lane 0:
- * the lanes then hold exactly the signed partial sums Σ w·x of the sign
+ * bytes that lane sums: no sign trick per block. Per lane, not all in lane
+ * 0: the lanes then hold exactly the signed partial sums Σ w·x of the sign
  * trick, small numbers, where one lane of -128·Σx against seven of
  * (w+128)·x cancels in f32 after the conversion (that lost ~1e-5 relative
- * and failed torch_llama's f32-tolerance share for q8_0). */
+ * and failed torch_llama's f32-tolerance share for q8_0). x's bytes (copied
+ * to aligned memory: its 34-byte blocks straddle cache lines), the
+ * corrections and x's scales are prepared once per call for all rows; a
+ * row's block scales d_w·d_x eight at a time before its dot products. */
 #define GEMV_STACK_BLOCKS 256
 ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
                           const float *b, int nb, int o0, int o1) {
-    __m256i xc_s[GEMV_STACK_BLOCKS];
-    float xd_s[GEMV_STACK_BLOCKS];
-    __m256i *xc = xc_s;
-    float *xd = xd_s;
+    __m256i xq_s[GEMV_STACK_BLOCKS], xc_s[GEMV_STACK_BLOCKS];
+    _Alignas(32) float xd_s[GEMV_STACK_BLOCKS];
+    float sc_s[GEMV_STACK_BLOCKS];
+    __m256i *xq = xq_s, *xc = xc_s;
+    float *xd = xd_s, *sc = sc_s;
     int heap = nb > GEMV_STACK_BLOCKS;
     if (heap) {
+        xq = aligned_alloc(32, sizeof *xq * (size_t)nb);
         xc = aligned_alloc(32, sizeof *xc * (size_t)nb);
-        xd = malloc(sizeof *xd * (size_t)nb);
-        if (!xc || !xd) abort(); /* kernels cannot fail; 36 bytes per 32 inputs */
+        xd = aligned_alloc(32, sizeof *xd * (size_t)((nb + 7) / 8 * 8));
+        sc = malloc(sizeof *sc * (size_t)nb);
+        if (!xq || !xc || !xd || !sc) abort(); /* kernels cannot fail; 72 bytes per 32 inputs */
     }
-    int unsig = q4 || GEMV_Q8_UNSIGNED;
+    int unsig = q4 || GEMV_Q8_UNSIGNED, hi16 = q4 && GEMV_Q4_HI16;
+    const int bs = q4 ? (int)sizeof(tg_block_q4_0) : (int)sizeof(tg_block_q8_0);
+    for (int k = 0; k < nb; k++) {
+        xq[k] = _mm256_loadu_si256((const __m256i *)xb[k].qs);
+        xd[k] = h2f(xb[k].d);
+    }
     if (unsig) {
-        /* per lane c = -(8 or 128)·Σx over its 4 bytes: the same DOT32 of a
-         * constant (8·127·2 fits vpmaddubsw's int16; 128 is only used with
-         * VNNI's int32 sums) */
-        const __m256i u = _mm256_set1_epi8((char)(q4 ? 8 : 0x80));
+        /* per lane c = -(8, 16·8 or 128)·Σx over its 4 bytes: the same
+         * DOT32 of a constant (8·127·2 fits vpmaddubsw's int16; 128 is only
+         * used with VNNI's int32 sums) */
+        const __m256i u = q4 ? (hi16 ? _mm256_setr_epi64x(0x0808080808080808LL, 0x0808080808080808LL,
+                                                          (long long)0x8080808080808080ULL,
+                                                          (long long)0x8080808080808080ULL)
+                                     : _mm256_set1_epi8(8))
+                             : _mm256_set1_epi8((char)0x80);
         for (int k = 0; k < nb; k++) {
-            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
             __m256i c = _mm256_setzero_si256();
-            DOT32(c, u, xq);
+            DOT32(c, u, xq[k]);
             xc[k] = _mm256_sub_epi32(_mm256_setzero_si256(), c);
         }
     }
-    for (int k = 0; k < nb; k++) xd[k] = h2f(xb[k].d);
+    /* lanes 4..7 of the accumulators carry 16× where hi16 */
+    const __m256 lane_w = _mm256_setr_ps(1, 1, 1, 1, hi16 ? 0.0625f : 1, hi16 ? 0.0625f : 1,
+                                         hi16 ? 0.0625f : 1, hi16 ? 0.0625f : 1);
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-        for (int k = 0; k < nb; k++) {
-            __m256i wq, acc;
-            uint16_t dw;
-            __m256i xq = _mm256_loadu_si256((const __m256i *)xb[k].qs);
-            if (q4) {
-                const tg_block_q4_0 *wb = (const tg_block_q4_0 *)wo + k;
-                wq = q4_nibbles(wb->qs);
-                dw = wb->d;
-            } else {
-                const tg_block_q8_0 *wb = (const tg_block_q8_0 *)wo + k;
-                wq = _mm256_loadu_si256((const __m256i *)wb->qs);
-                dw = wb->d;
-            }
-            if (unsig) {
-                if (!q4) wq = _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80));
-                acc = xc[k];
-                DOT32(acc, wq, xq);
-            } else {
-                acc = block_dot(wq, xq);
-            }
-            __m256 s = _mm256_cvtepi32_ps(acc);
-            __m256 d = _mm256_set1_ps(h2f(dw) * xd[k]);
-            if (k & 1) a1 = _mm256_fmadd_ps(s, d, a1);
-            else a0 = _mm256_fmadd_ps(s, d, a0);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int k = 0;
+#define GEMV_STEP(acc, kk, d)                                                                 \
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gemv_block(q4, unsig, wo + (size_t)(kk) * bs,   \
+                                                        xq[kk], unsig ? xc[kk] : xq[kk])), \
+                          (d), acc)
+#ifdef GEMV_SCALES8
+        /* eight blocks' scales in a register, each block's broadcast by a
+         * lane permute (a load per block was the loop's limit) */
+        for (; k + 8 <= nb; k += 8) {
+            __m256 s8 = _mm256_mul_ps(_mm256_cvtph_ps(GEMV_SCALES8(q4, wo + (size_t)k * bs)),
+                                      _mm256_load_ps(xd + k));
+#define GEMV_LANE(j) _mm256_permutexvar_ps(_mm256_set1_epi32(j), s8)
+            GEMV_STEP(a0, k, GEMV_LANE(0));
+            GEMV_STEP(a1, k + 1, GEMV_LANE(1));
+            GEMV_STEP(a2, k + 2, GEMV_LANE(2));
+            GEMV_STEP(a3, k + 3, GEMV_LANE(3));
+            GEMV_STEP(a0, k + 4, GEMV_LANE(4));
+            GEMV_STEP(a1, k + 5, GEMV_LANE(5));
+            GEMV_STEP(a2, k + 6, GEMV_LANE(6));
+            GEMV_STEP(a3, k + 7, GEMV_LANE(7));
+#undef GEMV_LANE
         }
-        float v = hsum8(_mm256_add_ps(a0, a1));
+#endif
+        row_scales(sc + k, wo + (size_t)k * bs, bs, xd + k, nb - k);
+        for (; k + 4 <= nb; k += 4) {
+            GEMV_STEP(a0, k, _mm256_broadcast_ss(sc + k));
+            GEMV_STEP(a1, k + 1, _mm256_broadcast_ss(sc + k + 1));
+            GEMV_STEP(a2, k + 2, _mm256_broadcast_ss(sc + k + 2));
+            GEMV_STEP(a3, k + 3, _mm256_broadcast_ss(sc + k + 3));
+        }
+        for (; k < nb; k++) GEMV_STEP(a0, k, _mm256_broadcast_ss(sc + k));
+#undef GEMV_STEP
+        __m256 a01 = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+        float v = hsum8(_mm256_mul_ps(a01, lane_w));
         y[o] = b ? v + b[o] : v;
     }
     if (heap) {
+        free(xq);
         free(xc);
         free(xd);
+        free(sc);
     }
 }
 
