@@ -183,6 +183,12 @@ typedef struct tg_kernels {
      * matmuls, shared by their GEMV and GEMM. N % 32 == 0. */
     void (*quantize_q8_0)(tg_block_q8_0 *q, const float *x, int n);
 
+    /* 1 where matmul_w[TG_WTYPE_BF16] with T > 1 rounds X to bfloat16
+     * first (the AVX512-BF16 GEMM, engine/x86/bf16_avx512.c): each x moves
+     * by at most 2^-8·|x|, so Y is within (2^-8 + (IN + 8)·eps)·Σ|w·x| of
+     * exact instead of the f32 bound. 0: X stays f32 (every other table). */
+    int bf16_act;
+
     /* y[N] = one row of type t as f32 (embedding lookup), exact. */
     void (*dequant[TG_WTYPE_COUNT])(float *y, const void *w, int n);
 

@@ -13,6 +13,7 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     tg_kernels_init_ops_avx512(k);
     tg_kernels_init_train_avx512(k);
     if (tg_cpu_has(TG_CPU_AVX512_VNNI)) tg_kernels_init_quant_avx512vnni(k);
+    if (tg_cpu_has(TG_CPU_AVX512_BF16)) tg_kernels_init_bf16_avx512bf16(k);
 }
 
 int tg_isa_compiled(tg_isa isa) { return isa == TG_ISA_SCALAR || isa == TG_ISA_AVX2 || isa == TG_ISA_AVX512; }

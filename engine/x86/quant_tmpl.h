@@ -420,6 +420,16 @@ static void quantize_q8_0(tg_block_q8_0 *q, const float *x, int n) {
     }
 }
 
+#define GEMV_BF16_NAME_(s) tg_gemv_bf16_##s
+#define GEMV_BF16_NAME(s) GEMV_BF16_NAME_(s)
+/* the BF16 GEMV for other files' tables (x86.h) */
+void GEMV_BF16_NAME(SUFFIX)(float *y, const float *x, const void *w, size_t ldw, const float *b,
+                            int in, int o0, int o1);
+void GEMV_BF16_NAME(SUFFIX)(float *y, const float *x, const void *w, size_t ldw, const float *b,
+                            int in, int o0, int o1) {
+    gemv_half(0, y, x, w, ldw, b, in, o0, o1);
+}
+
 #define INIT_NAME_(s) tg_kernels_init_quant_##s
 #define INIT_NAME(s) INIT_NAME_(s)
 void INIT_NAME(SUFFIX)(tg_kernels *k) {

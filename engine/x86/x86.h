@@ -19,6 +19,12 @@ void tg_matmul_avx512(float *y, const float *x, const float *w, const float *b, 
 void tg_kernels_init_quant_avx2(tg_kernels *k);
 void tg_kernels_init_quant_avxvnni(tg_kernels *k);
 void tg_kernels_init_quant_avx512vnni(tg_kernels *k);
+/* BF16 on AVX512-BF16 (vdpbf16ps): the prefill GEMM (bf16_avx512.c). */
+void tg_kernels_init_bf16_avx512bf16(tg_kernels *k);
+/* The BF16 decode GEMV (quant_avx2.c; T == 1 of tg_kernels.matmul_w with
+ * f32 x): y[o0..o1) = W · x + b. */
+void tg_gemv_bf16_avx2(float *y, const float *x, const void *w, size_t ldw, const float *b, int in,
+                       int o0, int o1);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
 void tg_kernels_init_train_avx512(tg_kernels *k);
 #endif

@@ -117,18 +117,20 @@ static const void *tc_x(const tcase *c) { return c->xq ? (const void *)c->xq : (
  *     GEMV per lane (8 int32 partial sums per block), the GEMM the decoded
  *     products one by one in f32: any grouping of the IN products in f32
  *     is within (IN + 8)·eps·(Σ_i |w_i·x_i| + |b|). */
-static void oracle(const tcase *c, float *want, float *tol, int o0, int o1) {
+static void oracle(const tcase *c, float *want, float *tol, float *tol_bf16x, int o0, int o1) {
     int q = tg_wtype_q8_act(c->type), nb = c->in / 32;
     size_t rbx = tg_wtype_row_bytes(TG_WTYPE_Q8_0, c->in);
     for (int t = 0; t < c->T; t++)
         for (int o = o0; o < o1; o++) {
             const uint8_t *wr = c->w + (size_t)o * c->ldw;
             double s = 0, a = 0;
+            tol_bf16x[(size_t)t * c->out + o] = 0.0f;
             if (!q) {
                 for (int i = 0; i < c->in; i++) {
                     double p = c->x[(size_t)t * c->in + i] * elem(c->type, wr, i);
                     s += p, a += fabs(p);
                 }
+                tol_bf16x[(size_t)t * c->out + o] = (float)ldexp(a, -8);
                 a *= c->in + 8;
             } else {
                 const uint8_t *xr = c->xq + rbx * t;
@@ -144,6 +146,13 @@ static void oracle(const tcase *c, float *want, float *tol, int o0, int o1) {
         }
 }
 
+/* An engine that rounds X to bfloat16 in the BF16 GEMM (bf16_act, T > 1):
+ * each x moves by at most 2^-8·|x| (half a step of bfloat16's 8-bit
+ * significand), so Y by at most 2^-8·Σ|x_i w_i| more; tol_bf16x holds that. */
+static int rounds_x(const tg_engine *e, const tcase *c) {
+    return e->k.bf16_act && c->type == TG_WTYPE_BF16 && c->T > 1;
+}
+
 static void run_kernel(const tg_engine *e, const tcase *c, float *y, int o0, int o1) {
     e->k.matmul_w[c->type](y, tc_x(c), c->w, c->ldw, c->b, c->T, c->in, c->out, o0, o1);
 }
@@ -156,7 +165,8 @@ static void check_case(const tg_engine *ref, const tg_engine *eng, int n_eng, co
                        int o0, int o1) {
     size_t ny = (size_t)c->T * c->out;
     float *want = ck_alloc(ny), *tol = ck_alloc(ny), *got = ck_alloc(ny);
-    oracle(c, want, tol, o0, o1);
+    float *tol_x = ck_alloc(ny), *tol_e = ck_alloc(ny);
+    oracle(c, want, tol, tol_x, o0, o1);
     char what[200];
     for (int e = -1; e < n_eng; e++) {
         const tg_engine *en = e < 0 ? ref : &eng[e];
@@ -168,17 +178,20 @@ static void check_case(const tg_engine *ref, const tg_engine *eng, int n_eng, co
         if (e == 0) /* the kernels get the slack of both roundings */
             for (size_t i = 0; i < ny; i++) tol[i] *= 2;
         CK_EXPECT_GUARDS(got, "%s", what);
+        for (size_t i = 0; i < ny; i++) tol_e[i] = tol[i] + (rounds_x(en, c) ? tol_x[i] : 0.0f);
         int ok = 1;
         for (int t = 0; t < c->T && ok; t++) {
             size_t row = (size_t)t * c->out;
             ok = ck_untouched(got, row, row + o0, what) &&
                  ck_untouched(got, row + o1, row + c->out, what) &&
-                 ck_close(got + row + o0, want + row + o0, tol + row + o0, (size_t)(o1 - o0), what);
+                 ck_close(got + row + o0, want + row + o0, tol_e + row + o0, (size_t)(o1 - o0), what);
         }
         cr_expect(ok, "%s (seed %llu)", what, (unsigned long long)ck_seed());
     }
     ck_free(want);
     ck_free(tol);
+    ck_free(tol_x);
+    ck_free(tol_e);
     ck_free(got);
 }
 
@@ -215,6 +228,31 @@ Test(matmul_w, shapes) {
             tc_free(&c);
         }
     }
+}
+
+/* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): the
+ * prefill token counts 3, 17, 128 against rows 1, 3, 17, 50 and lengths
+ * around the pair and 32-wide steps, odd ones included. */
+Test(matmul_w, bf16_gemm) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int Ts[] = {2, 3, 6, 7, 17, 128};
+    static const int outs[] = {1, 3, 17, 31, 33, 50};
+    static const int ins[] = {1, 2, 15, 31, 32, 33, 64, 97, 768};
+    int n = 0;
+    for (int ti = 0; ti < LEN(Ts); ti++)
+        for (int a = 0; a < LEN(ins); a++)
+            for (int b = 0; b < LEN(outs); b++, n++) {
+                if ((double)Ts[ti] * ins[a] * outs[b] > 1e6) continue;
+                tcase c = tc_new(&r, TG_WTYPE_BF16, Ts[ti], ins[a], outs[b], n & 1);
+                check_case(&ref, eng, n_eng, &c, 0, outs[b]);
+                tc_free(&c);
+            }
+    tcase c = tc_new(&r, TG_WTYPE_BF16, 128, 3072, 40, 1);
+    check_case(&ref, eng, n_eng, &c, 0, 40);
+    tc_free(&c);
 }
 
 /* The GPT-2 vocabulary projection: OUT = 50257 rows. */

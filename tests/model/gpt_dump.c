@@ -5,6 +5,8 @@
  *   gpt_dump MODEL TOKENS.i32 OUT.f32 [--isa ISA] [-t N] [--chunks A,B,...]
  *            [--last-only] [--probe ATTN.f32] [--mask L:H,...]
  *   gpt_dump --isas            (prints the ISAs this CPU supports)
+ *   gpt_dump --bf16-act ISA    (prints 1 if that ISA's BF16 GEMM rounds X
+ *                               to bfloat16: tg_kernels.bf16_act)
  *
  *            [--rope-halves] [--resave OUT.gguf DTYPE]
  *
@@ -116,6 +118,15 @@ int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "--isas")) {
         for (int i = 0; i < TG_ISA_COUNT; i++)
             if (tg_isa_supported((tg_isa)i)) printf("%s\n", tg_isa_name((tg_isa)i));
+        return 0;
+    }
+    if (argc == 3 && !strcmp(argv[1], "--bf16-act")) {
+        tg_isa i;
+        tg_engine e;
+        tg_err err;
+        if (tg_isa_parse(argv[2], &i) != TG_OK || tg_engine_init(&e, i, &err) != TG_OK)
+            return die("unknown or unsupported ISA", argv[2]);
+        printf("%d\n", e.k.bf16_act);
         return 0;
     }
     if (argc < 4) return die("usage: gpt_dump MODEL TOKENS OUT [options]", NULL);

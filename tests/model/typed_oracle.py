@@ -136,9 +136,22 @@ def quant_act(x):
     return go.torch.from_numpy(out.astype(np.float64))
 
 
-def reference_q(w, cfg, tokens):
-    """gpt_oracle.reference with every matmul input quantized to Q8_0 first
-    (the integer types' activation path). Returns logits and the scale."""
+def bf16_act(x, rounded):
+    """x [N, IN] float64 -> the engine's matmul input: rows where `rounded`
+    go through float32 to bfloat16 (to nearest even), as the AVX512-BF16
+    GEMM rounds them; the other rows (decoded one token at a time, T = 1)
+    stay as they are."""
+    x32 = x.numpy().astype(np.float32)
+    out = x32.astype(np.float64)
+    for r in np.nonzero(rounded)[0]:
+        out[r] = qo.dec("bf16", qo.enc_bf16(x32[r]))
+    return go.torch.from_numpy(out)
+
+
+def reference_act(w, cfg, tokens, act):
+    """gpt_oracle.reference with every matmul input passed through act()
+    first (the integer types' Q8_0 activations, or bf16_act). Returns logits
+    and the scale."""
     F, torch = go.F, go.torch
     L, H, E, C, V, Fw, tied = cfg
     d = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float64))
@@ -148,20 +161,38 @@ def reference_q(w, cfg, tokens):
     causal = torch.ones(N, N, dtype=torch.bool).tril()
     for y in w["layers"]:
         h = F.layer_norm(x, (E,), d(y["ln1_w"]), d(y["ln1_b"]), go.EPS_LN)
-        q, k, v = F.linear(quant_act(h), d(y["qkv_w"]), d(y["qkv_b"])).split(E, dim=-1)
+        q, k, v = F.linear(act(h), d(y["qkv_w"]), d(y["qkv_b"])).split(E, dim=-1)
         q, k, v = (a.view(N, H, HS).transpose(0, 1) for a in (q, k, v))
         s = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(HS)
         p = F.softmax(s.masked_fill(~causal, float("-inf")), dim=-1)
         o = torch.matmul(p, v).transpose(0, 1).reshape(N, E)
-        x = x + F.linear(quant_act(o), d(y["proj_w"]), d(y["proj_b"]))
+        x = x + F.linear(act(o), d(y["proj_w"]), d(y["proj_b"]))
         h = F.layer_norm(x, (E,), d(y["ln2_w"]), d(y["ln2_b"]), go.EPS_LN)
-        h = F.gelu(F.linear(quant_act(h), d(y["up_w"]), d(y["up_b"])), approximate="tanh")
-        x = x + F.linear(quant_act(h), d(y["down_w"]), d(y["down_b"]))
+        h = F.gelu(F.linear(act(h), d(y["up_w"]), d(y["up_b"])), approximate="tanh")
+        x = x + F.linear(act(h), d(y["down_w"]), d(y["down_b"]))
     xf = F.layer_norm(x, (E,), d(w["lnf_w"]), d(w["lnf_b"]), go.EPS_LN)
-    xq = quant_act(xf)
+    xq = act(xf)
     logits = F.linear(xq, d(w["lm_head"]))
     scale = torch.matmul(xq.abs(), d(w["lm_head"]).abs().T).max(dim=1).values
     return logits.numpy(), scale.numpy()
+
+
+def reference_q(w, cfg, tokens):
+    """every matmul input quantized to Q8_0 (the integer types' path)"""
+    return reference_act(w, cfg, tokens, quant_act)
+
+
+def rounded_rows(chunks, N):
+    """Which rows a --chunks schedule runs in batches of T > 1 (the rows the
+    BF16 GEMM rounds to bfloat16 where bf16_act)."""
+    sizes = [int(c) for c in chunks.split(",")]
+    rows, pos, i = np.zeros(N, dtype=bool), 0, 0
+    while pos < N:
+        n = sizes[min(i, len(sizes) - 1)] or N
+        n = min(n, N - pos)
+        rows[pos:pos + n] = n > 1
+        pos, i = pos + n, i + 1
+    return rows
 
 
 def flip_bound(cfg, scale):
@@ -190,8 +221,14 @@ def compare_q(o, what, got, ref, cfg, scale):
     return True
 
 
-def check(o, typ, what, got, ref, cfg, scale):
-    if typ in ("q8_0", "q4_0"):
+def check(o, typ, what, got, ref, cfg, scale, rounds=False):
+    """rounds: bf16 on an engine whose GEMM rounds X to bfloat16 (ref is
+    then reference_act with bf16_act on those rows). As for Q8_0, a row
+    agrees to f32 precision unless an input sat on a rounding boundary and
+    C's f32 value fell on the other side; such a flip moves that input by
+    one bfloat16 step, at most 2^-7·|x| <= amax/128, less than a Q8_0 step
+    (amax/127): flip_bound covers it."""
+    if typ in ("q8_0", "q4_0") or rounds:
         return compare_q(o, what, got, ref, cfg, scale)
     return o.compare(what, got, ref, go.tolerance(cfg, scale))
 
@@ -200,6 +237,9 @@ def main():
     driver = sys.argv[1]
     isas = subprocess.run([driver, "--isas"], capture_output=True, text=True, check=True).stdout.split()
     print("ISAs:", " ".join(isas))
+    bf16_rounds = {isa: subprocess.run([driver, "--bf16-act", isa], capture_output=True, text=True,
+                                       check=True).stdout.strip() == "1" for isa in isas}
+    print("BF16 GEMM rounds X to bfloat16:", " ".join(i for i in isas if bf16_rounds[i]) or "none")
     with tempfile.TemporaryDirectory(prefix="tg-typed-") as tmp:
         o = go.Oracle(driver, tmp)
         for si, (name, L, H, E, C, V, Fw, tied) in enumerate(SHAPES):
@@ -223,12 +263,19 @@ def main():
                 worst_cost = 0.0
                 for isa in isas:
                     base = ["--isa", isa]
-                    pre, _ = o.run(path, tok_path, base + ["--chunks", "0"], N, V)
-                    check(o, typ, "%s %s prefill" % (tag, isa), pre, ref, cfg, scale)
-                    dec, _ = o.run(path, tok_path, base + ["--chunks", "1"], N, V)
-                    check(o, typ, "%s %s decode" % (tag, isa), dec, ref, cfg, scale)
-                    chk, _ = o.run(path, tok_path, base + ["--chunks", "7,1"], N, V)
-                    check(o, typ, "%s %s chunks 7,1" % (tag, isa), chk, ref, cfg, scale)
+                    rounds = typ == "bf16" and bf16_rounds[isa]
+                    runs = {}
+                    for label, chunks in (("prefill", "0"), ("decode", "1"), ("chunks 7,1", "7,1")):
+                        got, _ = o.run(path, tok_path, base + ["--chunks", chunks], N, V)
+                        runs[chunks] = got
+                        r, sc = ref, scale
+                        rows = rounded_rows(chunks, N)
+                        if rounds and rows.any():
+                            act = lambda x, rows=rows: bf16_act(x, rows)
+                            r, sc = reference_act(wq, cfg, tokens.tolist(), act)
+                        check(o, typ, "%s %s %s" % (tag, isa, label), got, r, cfg, sc,
+                              rounds and rows.any())
+                    pre, dec = runs["0"], runs["1"]
                     for chunks, single in (("0", pre), ("1", dec)):
                         many, _ = o.run(path, tok_path, base + ["--chunks", chunks, "-t", "3"], N, V)
                         o.same("%s %s chunks %s: 3 threads vs 1" % (tag, isa, chunks), many, single)
@@ -250,7 +297,12 @@ def main():
                 write_typed_gguf(bad, wp, cfg, typ)
                 bl, _ = o.run(bad, tok_path, ["--isa", isas[-1], "--chunks", "0"], N, V)
                 probe = go.Oracle(driver, tmp)
-                if check(probe, typ, "perturbed", bl, ref, cfg, scale):
+                pr, ps = ref, scale
+                rb = typ == "bf16" and bf16_rounds[isas[-1]]
+                if rb:
+                    act = lambda x: bf16_act(x, rounded_rows("0", N))
+                    pr, ps = reference_act(wq, cfg, tokens.tolist(), act)
+                if check(probe, typ, "perturbed", bl, pr, cfg, ps, rb):
                     o.failures.append("%s: a perturbed model passed the comparison" % tag)
                 o.checks += 1
             print("%s: worst error / tolerance so far %.4f" % (name, o.worst))
