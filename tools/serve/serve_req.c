@@ -2,6 +2,7 @@
  * serve_req.h). Every field is checked for its type and range here;
  * unknown fields are ignored, as OpenAI's clients send some we do not use. */
 #include "tools/serve/serve_req.h"
+#include "tools/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>
@@ -39,27 +40,10 @@ char *serve_error_json(const serve_error *e) {
     return s;
 }
 
-/* The length of the well-formed UTF-8 character at s[0..n), or 0. */
-static size_t utf8_char(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    size_t len = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (!len || len > n) return 0;
-    uint32_t cp = c & (0x3F >> (len - 1));
-    for (size_t k = 1; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 int serve_utf8_valid(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_char(p + i, n - i);
+        size_t k = utf8_char_len(p + i, n - i);
         if (!k) return 0;
         i += k;
     }
@@ -73,7 +57,7 @@ char *serve_utf8_fix(const char *s, size_t n, size_t *out_len) {
     if (!out) return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_char(p + i, n - i);
+        size_t k = utf8_char_len(p + i, n - i);
         if (k) {
             memcpy(out + o, p + i, k);
             o += k;
