@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -148,6 +149,10 @@ def main():
     if heads is not None:
         worst = max(abs(heads[l][hh][q][k] - a["weights"][l][hh][q][k]) for l in range(L) for hh in range(H) for q in range(T) for k in range(q + 1))
         ck.check(worst < 1e-3, "attention weights == tinygpt attention --json's (max diff %.2g)" % worst)
+
+    # -- /v1/compare: the numbers of `tinygpt compare --json` on the same text,
+    # field by field (all but speed, a timing); one model alone; its limits
+    compare_checks(port, srv)
 
     # -- errors: 400 naming the field
     bad = [({"prompt": "x", "max_tokens": -1}, "max_tokens"), ({"prompt": "x", "max_tokens": 1.5}, "max_tokens"),
@@ -304,6 +309,105 @@ def main():
     r = subprocess.run([EXE, "serve", "-m", m4, "-m", m4, "--port", "0"], capture_output=True, text=True)
     ck.check(r.returncode == 2 and "two models" in r.stderr, "two models of one name: usage error")
     return ck.finish()
+
+
+COMPARE_TEXT = ("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
+                "Arise, fair sun, and kill the envious moon,\nWho is already sick and pale with grief,\n"
+                "That thou her maid art far more fair than she.\n\nJULIET:\nO Romeo, Romeo! wherefore art thou Romeo?\n"
+                "Deny thy father and refuse thy name;\nOr, if thou wilt not, be but sworn my love,\n"
+                "And I'll no longer be a Capulet.\n") * 3
+
+
+def cli_compare(a, b, text, *flags):
+    """`tinygpt compare A B -f TEXT --json` as a dict."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(text)
+    try:
+        r = subprocess.run([EXE, "compare", Server.path(a), Server.path(b), "-f", f.name, "--json", *flags],
+                           capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+# The deterministic fields compare --json prints, by part of a model's entry.
+CFG = ["n_layer", "n_head", "head_size", "n_embd", "n_ctx", "n_vocab", "n_params"]
+QUALITY = ["tokens", "bytes", "nats_per_token", "perplexity", "nats_per_byte", "in_context_score"]
+HEAD = ["layer", "head", "entropy", "confidence", "sink", "prev", "local", "induction", "ablation_loss",
+        "ablation_delta", "only_head_loss", "class"]
+LAYER = ["layer", "best_head", "best_head_loss", "random_head_loss"]
+
+
+def same_model(api, cli):
+    """The fields of one model where the API and the CLI differ ([] if none)."""
+    bad = [k for k in CFG if api.get(k) != cli.get(k)]
+    bad += ["quality." + k for k in QUALITY if api["quality"].get(k) != cli["quality"].get(k)]
+    if api["quality"]["by_position"] != cli["quality"]["by_position"]:
+        bad.append("quality.by_position")
+    if api.get("baseline_loss") != cli.get("baseline_loss"):
+        bad.append("baseline_loss")
+    if len(api["heads"]) != len(cli["heads"]) or len(api["layers"]) != len(cli["layers"]):
+        return bad + ["heads/layers count"]
+    for ha, hc in zip(api["heads"], cli["heads"]):
+        bad += ["L%dH%d.%s" % (hc["layer"], hc["head"], k) for k in HEAD if ha.get(k) != hc.get(k)]
+    for la, lc in zip(api["layers"], cli["layers"]):
+        bad += ["layer%d.%s" % (lc["layer"], k) for k in LAYER if la.get(k) != lc.get(k)]
+    return bad
+
+
+def compare_checks(port, srv):
+    for flags, extra in [([], {}), (["--ctx", "64", "--head-tokens", "100", "--seed", "3"],
+                                    {"window": 64, "head_tokens": 100, "seed": 3})]:
+        st, h, b = request(port, "POST", "/v1/compare", dict(text=COMPARE_TEXT, **extra), timeout=120)
+        api = json.loads(b)
+        if not ck.check(st == 200 and "models" in api, "/v1/compare %s: 200 (%s)" % (extra, b[:200])):
+            continue
+        cli = cli_compare("shakespeare-4h", "shakespeare-1h", COMPARE_TEXT, *flags)
+        ck.check([m["name"] for m in api["models"]] == ["shakespeare-4h", "shakespeare-1h"],
+                 "/v1/compare without models: the server's first two, in order")
+        ck.check(api["window"] == cli["window"] and api["head_tokens"] == cli["head_tokens"],
+                 "/v1/compare %s: window %d, head_tokens %d as compare's" % (extra, api["window"], api["head_tokens"]))
+        for i in range(2):
+            bad = same_model(api["models"][i], cli["models"][i])
+            nh = len(cli["models"][i]["heads"])
+            ck.check(not bad, "/v1/compare %s, %s: config, quality, %d heads x 12 fields, layers == tinygpt compare --json%s"
+                     % (extra, api["models"][i]["name"], nh, ": differ in " + ", ".join(bad[:8]) if bad else ""))
+        if not extra:  # the check can fail: the other model's numbers differ
+            ck.check(len(same_model(api["models"][0], cli["models"][1])) > 10, "/v1/compare: 4h's numbers are not 1h's")
+        ag, cag = api["agreement"], cli["agreement"]
+        ck.check(ag is not None and all(ag[k] == cag[k] for k in ("positions", "top1", "kl")),
+                 "/v1/compare %s: agreement == compare's (top1 %s, kl %s over %s positions)"
+                 % (extra, ag and ag["top1"], ag and ag["kl"], ag and ag["positions"]))
+        if extra:
+            ck.check(api["models"][0]["quality"]["in_context_score"] is not None, "window 64: in-context score set")
+    # one model: its entry alone, no agreement
+    st, h, b = request(port, "POST", "/v1/compare", dict(model="shakespeare-1h", text=COMPARE_TEXT), timeout=120)
+    one = json.loads(b)
+    cli = cli_compare("shakespeare-4h", "shakespeare-1h", COMPARE_TEXT)
+    ck.check(st == 200 and len(one["models"]) == 1 and one["agreement"] is None and not same_model(one["models"][0], cli["models"][1]),
+             "/v1/compare one model (shakespeare-1h): its numbers, agreement null")
+    st, h, b = request(port, "POST", "/v1/compare", dict(models=["shakespeare-1h", "shakespeare-4h"], text=COMPARE_TEXT,
+                                                         agreement=False), timeout=120)
+    two = json.loads(b)
+    ck.check(st == 200 and [m["name"] for m in two["models"]] == ["shakespeare-1h", "shakespeare-4h"] and two["agreement"] is None
+             and not same_model(two["models"][1], cli["models"][0]), "/v1/compare models in the order asked, agreement false")
+    bad = [({}, 400, "text"), ({"text": "a"}, 400, "text"), ({"text": 5}, 400, "text"),
+           ({"text": "ab cd", "window": 1}, 400, "window"), ({"text": "ab cd", "window": 257}, 400, "window"),
+           ({"text": "ab cd", "head_tokens": 1}, 400, "head_tokens"), ({"text": "ab cd", "head_tokens": 10 ** 6}, 400, "head_tokens"),
+           ({"text": "ab cd", "seed": -1}, 400, "seed"), ({"text": "ab cd", "agreement": "yes"}, 400, "agreement"),
+           ({"text": "ab cd", "models": []}, 400, "models"), ({"text": "ab cd", "models": ["a", "b", "c"]}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h", "shakespeare-1h"]}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h", 4]}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h"], "model": "shakespeare-1h"}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h", "nope"]}, 404, "models"), ({"text": "ab cd", "model": "nope"}, 404, "model")]
+    for body, want, field in bad:
+        st, h, b = request(port, "POST", "/v1/compare", body)
+        e = json.loads(b).get("error", {})
+        ck.check(st == want and e.get("param") == field and e.get("message"),
+                 "/v1/compare %s: %d param %s (%s)" % (json.dumps(body)[:70], st, e.get("param"), e.get("message")))
+    st, h, b = request(port, "GET", "/v1/compare")
+    ck.check(st == 405, "GET /v1/compare: 405")
 
 
 def wait_busy(port, want, limit=5.0):

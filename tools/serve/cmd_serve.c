@@ -798,6 +798,182 @@ fail_e:
     return send_error(c, &e);
 }
 
+/* ---- compare: the head analysis --------------------------------------------- */
+
+/* "key":v with %.9g (tinygpt compare --json's digits), null when not finite. */
+static void sb_kv9(sbuf *b, const char *key, double v, int comma) {
+    if (isfinite(v)) sb_fmt(b, "\"%s\":%.9g%s", key, v, comma ? "," : "");
+    else sb_fmt(b, "\"%s\":null%s", key, comma ? "," : "");
+}
+
+/* One model's part of `tinygpt compare --json`: configuration, quality,
+ * heads and layers (speed is left out: it is a timing, not an answer). */
+static void sb_compare_model(sbuf *b, const model_entry *me, const tinygpt_quality *q,
+                             const tinygpt_head_analysis *ha) {
+    const tinygpt_info *in = &me->info;
+    sb_str(b, "{\"name\":");
+    sb_jstr(b, me->name, strlen(me->name));
+    sb_fmt(b, ",\"arch\":\"%s\",\"n_layer\":%d,\"n_head\":%d,\"n_kv_head\":%d,\"head_size\":%d,"
+              "\"n_embd\":%d,\"n_ctx\":%d,\"n_vocab\":%d,\"n_params\":%llu,",
+           in->arch, in->n_layer, in->n_head, in->n_kv_head, in->head_size, in->n_embd, in->n_ctx,
+           in->n_vocab, (unsigned long long)in->n_params);
+    sb_fmt(b, "\"quality\":{\"tokens\":%llu,\"bytes\":%llu,", (unsigned long long)q->tokens,
+           (unsigned long long)q->bytes);
+    sb_kv9(b, "nats_per_token", q->nats_per_token, 1);
+    sb_kv9(b, "perplexity", q->perplexity, 1);
+    sb_kv9(b, "nats_per_byte", q->nats_per_byte, 1);
+    sb_str(b, "\"by_position\":[");
+    for (int k = 0; k < TINYGPT_LOSS_BUCKETS; k++) {
+        const tinygpt_loss_bucket *bk = &q->by_position[k];
+        sb_fmt(b, "%s{\"from\":%d,\"to\":%d,\"tokens\":%llu,", k ? "," : "", bk->from, bk->to,
+               (unsigned long long)bk->tokens);
+        sb_kv9(b, "nats_per_token", bk->nats_per_token, 0);
+        sb_str(b, "}");
+    }
+    sb_str(b, "],");
+    sb_kv9(b, "in_context_score", q->in_context_score, 0);
+    sb_fmt(b, "},\"head_tokens_scored\":%llu,", (unsigned long long)ha->tokens);
+    sb_kv9(b, "baseline_loss", ha->baseline_loss, 1);
+    sb_str(b, "\"heads\":[");
+    int H = ha->n_head;
+    for (int i = 0; i < ha->n_layer * H; i++) {
+        const tinygpt_head *h = &ha->heads[i];
+        sb_fmt(b, "%s{\"layer\":%d,\"head\":%d,\"kv_head\":%d,", i ? "," : "", h->layer, h->head, h->kv_head);
+        sb_kv9(b, "entropy", h->entropy, 1);
+        sb_kv9(b, "confidence", h->confidence, 1);
+        sb_kv9(b, "sink", h->sink, 1);
+        sb_kv9(b, "prev", h->prev, 1);
+        sb_kv9(b, "local", h->local, 1);
+        sb_kv9(b, "induction", h->induction, 1);
+        sb_kv9(b, "ablation_loss", h->ablation_loss, 1);
+        sb_kv9(b, "ablation_delta", h->ablation_delta, 1);
+        if (H > 1) sb_kv9(b, "only_head_loss", h->only_loss, 1);
+        sb_fmt(b, "\"class\":\"%s\"}", h->cls);
+    }
+    sb_str(b, "],\"layers\":[");
+    for (int l = 0; l < ha->n_layers; l++) {
+        const tinygpt_layer_heads *y = &ha->layers[l];
+        sb_fmt(b, "%s{\"layer\":%d,\"best_head\":%d,", l ? "," : "", y->layer, y->best_head);
+        sb_kv9(b, "all_heads_loss", y->all_heads_loss, 1);
+        sb_kv9(b, "best_head_loss", y->best_head_loss, 1);
+        sb_kv9(b, "random_head_loss", y->random_head_loss, 0);
+        sb_str(b, "}");
+    }
+    sb_str(b, "]}");
+}
+
+/* The text's ids under a model (compare's: "<|endoftext|>" is plain text). */
+static int compare_ids(slot *sl, const serve_compare *r, int **ids, size_t *n, serve_error *e) {
+    *n = 0;
+    tinygpt_status st = tinygpt_tokenize(sl->m, r->text, r->len, 0, NULL, 0, n);
+    if (st != TINYGPT_OK && st != TINYGPT_ERR_RANGE)
+        return serve_fail(e, 500, "", "tokenizing the text failed: %s", tinygpt_last_error(sl->m));
+    if (*n < 2 || *n > SERVE_MAX_COMPARE_TOKENS)
+        return serve_fail(e, 400, "text", "the text is %zu tokens; compare takes 2 to %d", *n,
+                          SERVE_MAX_COMPARE_TOKENS);
+    if (!(*ids = malloc(*n * sizeof **ids))) return serve_fail(e, 500, "", "out of memory");
+    if (tinygpt_tokenize(sl->m, r->text, r->len, 0, *ids, *n, n) != TINYGPT_OK)
+        return serve_fail(e, 500, "", "tokenizing the text failed: %s", tinygpt_last_error(sl->m));
+    return 0;
+}
+
+static enum MHD_Result do_compare(struct MHD_Connection *c, server *s, const char *body, size_t len) {
+    serve_compare r;
+    serve_error e;
+    if (serve_parse_compare(body, len, &r, &e)) return send_error(c, &e);
+    model_entry *me[2] = {NULL, NULL};
+    int nm = r.n_models ? r.n_models : (s->n_models < 2 ? s->n_models : 2);
+    for (int i = 0; i < nm; i++) {
+        me[i] = r.n_models ? find_model(s, r.models[i]) : &s->models[i];
+        if (!me[i]) {
+            enum MHD_Result ret = fail(c, 404, r.by_model ? "model" : "models",
+                                       "no model named '%.100s' (see GET /v1/models)", r.models[i]);
+            serve_compare_free(&r);
+            return ret;
+        }
+    }
+    int N = me[0]->info.n_ctx;
+    if (nm == 2 && me[1]->info.n_ctx < N) N = me[1]->info.n_ctx;
+    if (r.window > N) {
+        int w = r.window;
+        serve_compare_free(&r);
+        return fail(c, 400, "window", "'window' %d is larger than the %s context, %d", w,
+                    nm == 2 ? "smaller" : "model's", N);
+    }
+    if (r.window) N = r.window;
+    /* slots in the order of the server's models: two compares of one pair
+     * cannot each hold the slot the other waits for */
+    int first = nm == 2 && me[1] < me[0] ? 1 : 0;
+    slot *sl[2] = {NULL, NULL};
+    for (int k = 0; k < nm; k++) {
+        int i = k ? 1 - first : first;
+        if (!(sl[i] = acquire(s, me[i]))) {
+            if (sl[1 - i]) release(s, sl[1 - i]);
+            serve_compare_free(&r);
+            return busy(c, s);
+        }
+    }
+    int *ids[2] = {NULL, NULL};
+    size_t n_ids[2] = {0, 0};
+    tinygpt_quality q[2];
+    tinygpt_head_analysis *ha[2] = {NULL, NULL};
+    tinygpt_agreement ag;
+    int do_agree = nm == 2 && r.agreement;
+    sbuf b = {0};
+    int failed = 0;
+    for (int i = 0; i < nm && !failed; i++) {
+        if (compare_ids(sl[i], &r, &ids[i], &n_ids[i], &e)) {
+            failed = 1;
+            break;
+        }
+        tinygpt_heads_opts ho;
+        tinygpt_heads_opts_init(&ho);
+        ho.window = N, ho.head_tokens = (uint64_t)r.head_tokens, ho.seed = r.seed;
+        if (tinygpt_run_quality(sl[i]->m, ids[i], n_ids[i], N, &q[i]) != TINYGPT_OK ||
+            tinygpt_run_heads(sl[i]->m, ids[i], n_ids[i], &ho, &ha[i]) != TINYGPT_OK) {
+            serve_fail(&e, 500, "", "%s: %s", me[i]->name, tinygpt_last_error(sl[i]->m));
+            failed = 1;
+        }
+    }
+    if (!failed && do_agree) {
+        tinygpt_status st = tinygpt_run_agreement(sl[0]->m, sl[1]->m, ids[0], n_ids[0], N, &ag);
+        if (st == TINYGPT_ERR_ARG) { /* the vocabularies differ */
+            serve_fail(&e, 400, "agreement", "%s; send \"agreement\": false to compare the rest",
+                       tinygpt_last_error(sl[0]->m));
+            failed = 1;
+        } else if (st != TINYGPT_OK) {
+            serve_fail(&e, 500, "", "agreement: %s", tinygpt_last_error(sl[0]->m));
+            failed = 1;
+        }
+    }
+    for (int i = 0; i < nm; i++) release(s, sl[i]);
+    if (!failed) {
+        sb_fmt(&b, "{\"window\":%d,\"head_tokens\":%d,\"seed\":%llu,\"models\":[", N, r.head_tokens,
+               (unsigned long long)r.seed);
+        for (int i = 0; i < nm; i++) {
+            if (i) sb_str(&b, ",");
+            sb_compare_model(&b, me[i], &q[i], ha[i]);
+        }
+        sb_str(&b, "],\"agreement\":");
+        if (do_agree) {
+            sb_fmt(&b, "{\"positions\":%llu,\"top1_same\":%llu,", (unsigned long long)ag.positions,
+                   (unsigned long long)ag.top1_same);
+            sb_kv9(&b, "top1", ag.top1, 1);
+            sb_kv9(&b, "kl", ag.kl, 0);
+            sb_str(&b, "}}");
+        } else {
+            sb_str(&b, "null}");
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        free(ids[i]);
+        tinygpt_head_analysis_free(ha[i]);
+    }
+    serve_compare_free(&r);
+    if (failed) return send_error(c, &e);
+    return send_json(c, 200, &b);
+}
+
 /* ---- GET endpoints ------------------------------------------------------- */
 
 static enum MHD_Result do_models(struct MHD_Connection *c, server *s) {
@@ -905,6 +1081,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     } routes[] = {
         {"/v1/completions", do_completion, NULL}, {"/tokenize", do_tokenize, NULL},
         {"/detokenize", do_detokenize, NULL},     {"/v1/attention", do_attention, NULL},
+        {"/v1/compare", do_compare, NULL},
         {"/v1/models", NULL, do_models},          {"/health", NULL, do_health},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
@@ -958,7 +1135,9 @@ static void help(FILE *f) {
             "Serves POST /v1/completions (OpenAI's fields, streamed as server-sent events\n"
             "with \"stream\": true, plus top_k, min_p, repeat_penalty), GET /v1/models,\n"
             "GET /health, POST /tokenize, POST /detokenize, POST /v1/attention (every\n"
-            "head's weights, heads_off, the next-token distribution) and the page at /.\n"
+            "head's weights, heads_off, the next-token distribution), POST /v1/compare\n"
+            "(tinygpt compare --json's head analysis of one or two models on a text) and\n"
+            "the page at /.\n"
             "Prints \"listening on http://HOST:PORT\" when ready; SIGINT or SIGTERM stops\n"
             "it: no new connections, in-flight work gets 2 s, then exit 0.\n");
 }
