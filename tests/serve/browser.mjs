@@ -5,7 +5,7 @@
 // pixels against the weights GET from /v1/attention, hover a token (its row
 // is marked, the head view draws that row's weights), switch a head off and
 // see the next-token distribution change to what the API gives for that
-// mask. Screenshot under WORK (and DIR/serve.png with --docs).
+// mask; every head's class and Δloss shown equal /v1/compare's. Screenshot under WORK (and DIR/serve.png with --docs).
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
@@ -55,7 +55,28 @@ try {
   await page.fill("#heads-text", text);
   await page.click("#heads-go");
   await page.waitForFunction(() => document.querySelectorAll(".col .cell").length === 4 * 1 + 4 * 4);
+  // each head's class and Δloss under its map, from /v1/compare on the same text
+  await page.waitForFunction(() => document.querySelectorAll(".col .cell .met").length === 4 * 1 + 4 * 4);
   const models = await page.$$eval(".col", (cs) => cs.map((c) => c.dataset.model));
+  const cmp = await post("/v1/compare", { models, text });
+  for (const [i, m] of models.entries()) {
+    const shown = await page.$$eval(`.col[data-model="${m}"] .cell`, (cs) => cs.map((c) => {
+      const met = c.querySelector(".met");
+      return { l: +c.dataset.layer, h: +c.dataset.head, cls: met && met.dataset.cls, delta: met && +met.dataset.delta,
+               text: met && met.textContent };
+    }));
+    const want = cmp.models[i].heads;
+    const bad = shown.filter((s) => { const w = want.find((x) => x.layer === s.l && x.head === s.h);
+      return !w || s.cls !== w.class || s.delta !== w.ablation_delta || !s.text.includes(w.class) ||
+        !s.text.includes(Math.abs(w.ablation_delta).toFixed(3)); });
+    ck.check(cmp.models[i].name === m && shown.length === want.length && bad.length === 0,
+      `${m}: every head shows /v1/compare's class and \u0394loss (${shown.length} heads, e.g. ${shown[0].text}` +
+      `${bad.length ? "; differ: " + JSON.stringify(bad[0]) : ""})`);
+    const nats = await page.$eval(`.col[data-model="${m}"] .quality`, (e) => +e.dataset.nats);
+    ck.check(nats === cmp.models[i].quality.nats_per_token, `${m}: the loss shown is /v1/compare's (${nats})`);
+  }
+  const top1 = await page.$eval("#heads-agree", (e) => +e.dataset.top1);
+  ck.check(top1 === cmp.agreement.top1, `the agreement line shows /v1/compare's top-1 agreement (${top1})`);
   ck.check(JSON.stringify(models) === JSON.stringify(["shakespeare-1h", "shakespeare-4h"]), "by default the 1-head model beside the 4-head one: " + models);
   for (const m of models) {
     const a = await post("/v1/attention", { model: m, prompt: text, top: 10 });

@@ -148,8 +148,12 @@ class Column {
   render() {
     const a = this.data, L = a.n_layer, H = a.n_head, T = a.n_tokens;
     const info = models.find((m) => m.id === this.model);
+    const q = this.metrics && this.metrics.quality;
     this.el.innerHTML = `<h2>${esc(this.model)} <small>${L} layers \u00d7 ${H} head${H > 1 ? "s" : ""}, ${T} tokens` +
       `${info ? ", " + (info.n_params / 1e6).toFixed(2) + "M parameters" : ""}</small></h2>` +
+      (q ? `<p class="quality" data-nats="${q.nats_per_token}">loss on this text ${q.nats_per_token.toFixed(3)} nats/token ` +
+           `(perplexity ${q.perplexity.toFixed(1)}, ${q.tokens} tokens scored); under each head: its class and \u0394loss, ` +
+           `the loss it adds when switched off</p>` : "") +
       `<div class="tokens"></div>` +
       `<div class="grid" style="grid-template-columns: repeat(${H}, minmax(48px, 150px))"></div>` +
       `<label>head view, layer <select class="layer">${[...Array(L).keys()].map((l) => `<option>${l}</option>`).join("")}</select></label>` +
@@ -196,7 +200,24 @@ class Column {
         const lab = document.createElement("span");
         lab.className = "lab";
         lab.textContent = `L${l} H${h}`;
-        cell.append(cv, mark, lab);
+        const map = document.createElement("div"); // the query mark's percentages are of the map alone
+        map.className = "map";
+        map.append(cv, mark, lab);
+        cell.append(map);
+        // the head's metrics from /v1/compare: its class and the loss it costs to switch it off
+        const m = this.metrics && this.metrics.heads[l * H + h];
+        if (m) {
+          const met = document.createElement("div");
+          met.className = "met";
+          met.dataset.cls = m.class;
+          met.dataset.delta = String(m.ablation_delta);
+          met.textContent = `${m.class} \u0394loss ${m.ablation_delta >= 0 ? "+" : ""}${m.ablation_delta.toFixed(3)}`;
+          cell.title = `layer ${l} head ${h}: ${m.class}; entropy ${m.entropy.toFixed(2)}, prev ${m.prev.toFixed(2)}, ` +
+            `sink ${m.sink.toFixed(2)}, induction ${m.induction.toFixed(2)}; switched off the loss ` +
+            `${m.ablation_delta >= 0 ? "rises" : "falls"} by ${Math.abs(m.ablation_delta).toFixed(4)} nats/token. ` +
+            `Click to switch it ${this.off.has(l + "," + h) ? "on" : "off"}`;
+          cell.appendChild(met);
+        }
         cell.onclick = () => this.toggle(l, h).catch((e) => status("error: " + e.message));
         grid.appendChild(cell);
         this.cells.push({ cell, mark });
@@ -254,6 +275,7 @@ const columns = [];
 $("heads-go").onclick = async () => {
   const cols = $("heads-cols");
   cols.innerHTML = "";
+  $("heads-agree").textContent = "";
   columns.length = 0;
   const names = [$("heads-model-a").value, $("heads-model-b").value].filter((m, i, all) => all.indexOf(m) === i);
   try {
@@ -266,6 +288,14 @@ $("heads-go").onclick = async () => {
       await c.load($("heads-text").value);
     }
     status("attention of " + names.join(" and "));
+    // each head's metrics (the numbers of `tinygpt compare`) for the same text
+    const cmp = await api("/v1/compare", { models: names, text: $("heads-text").value });
+    cmp.models.forEach((m, i) => { columns[i].metrics = m; columns[i].render(); });
+    const ag = cmp.agreement;
+    $("heads-agree").textContent = ag ? `The two agree on the next token at ${(100 * ag.top1).toFixed(1)}% of ` +
+      `${ag.positions} positions; mean KL(left\u2016right) ${ag.kl.toFixed(3)} nats.` : "";
+    $("heads-agree").dataset.top1 = ag ? String(ag.top1) : "";
+    status("attention and head metrics of " + names.join(" and "));
   } catch (e) {
     status("error: " + e.message);
   }
