@@ -6,11 +6,38 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const status = (s) => { $("status").textContent = s; };
+const status = (s, isError) => {
+  $("status").textContent = s;
+  $("status").classList.toggle("error", !!isError || s.startsWith("error"));
+};
+
+// The API key (a server started with --api-key wants it): kept in this
+// tab's sessionStorage only, never in the URL or localStorage.
+const KEY = "tinygpt-api-key";
+$("api-key").value = sessionStorage.getItem(KEY) || "";
+function headers(extra) {
+  const h = Object.assign({}, extra);
+  const k = $("api-key").value;
+  if (k) h.Authorization = "Bearer " + k;
+  return h;
+}
+// A 401 as a message saying what to do.
+function authError(r) {
+  $("key-label").classList.add("want");
+  return new Error($("api-key").value ? "401: the server refused this API key; check the API key field (top right)"
+    : "401: this server wants an API key (it runs with --api-key): enter it in the API key field (top right)");
+}
+$("api-key").onchange = () => {
+  const k = $("api-key").value;
+  if (k) sessionStorage.setItem(KEY, k); else sessionStorage.removeItem(KEY);
+  $("key-label").classList.remove("want");
+  loadModels().catch((e) => status("error: " + e.message));
+};
 
 async function api(path, body) {
-  const r = await fetch(path, body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const r = await fetch(path, body === undefined ? { headers: headers() } : {
+    method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) });
+  if (r.status === 401) throw authError(r);
   const j = await r.json();
   if (!r.ok) throw new Error(j.error ? j.error.message : r.statusText);
   return j;
@@ -38,6 +65,7 @@ async function loadModels() {
   const one = models.find((m) => m.n_head === 1), many = models.find((m) => m.n_head > 1);
   $("heads-model-a").value = (one || models[0]).id;
   $("heads-model-b").value = (many || models[models.length - 1]).id;
+  $("key-label").classList.remove("want");
   status(models.length + " model" + (models.length === 1 ? "" : "s"));
 }
 
@@ -72,7 +100,8 @@ $("play-go").onclick = async () => {
   const t0 = performance.now();
   try {
     const r = await fetch("/v1/completions", { method: "POST", body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json" }, signal: abort.signal });
+      headers: headers({ "Content-Type": "application/json" }), signal: abort.signal });
+    if (r.status === 401) throw authError(r);
     if (!r.ok) throw new Error((await r.json()).error.message);
     const reader = r.body.getReader(), dec = new TextDecoder();
     let buf = "";
