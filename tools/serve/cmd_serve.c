@@ -328,6 +328,80 @@ typedef struct choice_acc {
     int n;
 } choice_acc;
 
+/* echo + logprobs: the prompt's tokens with their log-probabilities, as
+ * OpenAI's completions give them (the first token has none: null, and no
+ * alternatives), into the columns of a (a->n counts them, a->text_bytes their
+ * bytes). The prompt runs once more with every position's logits, in
+ * chunks of at most 64 positions (64 * V floats at a time). */
+#define PROMPT_CHUNK 64
+static int prompt_logprobs(slot *sl, const serve_prompt *p, int top, choice_acc *a, serve_error *e) {
+    int *ids = NULL, n = 0, V = tinygpt_n_vocab(sl->m);
+    if (p->is_ids) {
+        n = p->n_ids;
+    } else {
+        size_t cnt = 0;
+        tinygpt_status st = tinygpt_tokenize(sl->m, p->text, p->len, 1, NULL, 0, &cnt);
+        if ((st == TINYGPT_OK || st == TINYGPT_ERR_RANGE) && (ids = malloc((cnt ? cnt : 1) * sizeof *ids)))
+            st = tinygpt_tokenize(sl->m, p->text, p->len, 1, ids, cnt, &cnt);
+        if (st != TINYGPT_OK || !ids) {
+            free(ids);
+            return serve_fail(e, 500, "", "tokenizing the prompt failed: %s", tinygpt_last_error(sl->m));
+        }
+        n = (int)cnt;
+    }
+    const int *tok = p->is_ids ? p->ids : ids;
+    float *lg = n > 1 ? malloc((size_t)PROMPT_CHUNK * V * sizeof *lg) : NULL;
+    int *tid = malloc((size_t)(top > 0 ? top : 1) * sizeof *tid);
+    float *tlp = malloc((size_t)(top > 0 ? top : 1) * sizeof *tlp);
+    int rc = 0;
+    if ((n > 1 && !lg) || !tid || !tlp) rc = serve_fail(e, 500, "", "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        size_t pl;
+        const char *piece = tinygpt_token_piece(sl->m, tok[i], &pl);
+        const char *sep = a->n ? "," : "";
+        sb_str(&a->tokens, sep);
+        sb_jstr(&a->tokens, piece ? piece : "", piece ? pl : 0);
+        sb_fmt(&a->offs, "%s%zu", sep, a->text_bytes);
+        a->text_bytes += piece ? pl : 0;
+        a->n++;
+        if (i == 0) {
+            sb_str(&a->lps, sep), sb_str(&a->lps, "null");
+            sb_str(&a->tops, sep), sb_str(&a->tops, "null");
+            continue;
+        }
+        /* row i - 1 of the chunk holding position i - 1 predicts token i */
+        int q = i - 1, c0 = q / PROMPT_CHUNK * PROMPT_CHUNK;
+        float *row = lg + (size_t)(q - c0) * V;
+        if (q == c0) {
+            int len = n - 1 - c0 < PROMPT_CHUNK ? n - 1 - c0 : PROMPT_CHUNK;
+            if (tinygpt_eval(sl->m, tok + c0, len, c0, lg, 1) != TINYGPT_OK ||
+                tinygpt_logprobs(sl->m, lg, (size_t)len, lg) != TINYGPT_OK) {
+                rc = serve_fail(e, 500, "", "scoring the prompt failed: %s", tinygpt_last_error(sl->m));
+                break;
+            }
+        }
+        sb_str(&a->lps, sep);
+        sb_num(&a->lps, row[tok[i]]);
+        sb_str(&a->tops, sep);
+        sb_str(&a->tops, "{");
+        int k = top < V ? top : V;
+        /* the rows already hold log-probabilities: their top k are the logits' */
+        if (k > 0 && tinygpt_top_k(sl->m, row, k, tid, tlp) == TINYGPT_OK)
+            for (int j = 0; j < k; j++) {
+                const char *tp = tinygpt_token_piece(sl->m, tid[j], &pl);
+                if (j) sb_str(&a->tops, ",");
+                sb_jstr(&a->tops, tp ? tp : "", tp ? pl : 0);
+                sb_str(&a->tops, ":");
+                sb_num(&a->tops, row[tid[j]]);
+            }
+        sb_str(&a->tops, "}");
+    }
+    free(lg), free(tid), free(tlp), free(ids);
+    if (!rc && (a->tokens.oom || a->lps.oom || a->tops.oom || a->offs.oom))
+        rc = serve_fail(e, 500, "", "out of memory");
+    return rc;
+}
+
 static enum MHD_Result completion_plain(struct MHD_Connection *c, server *s, model_entry *me, slot *sl,
                                         const serve_completion *r, uint64_t seed, uint64_t id) {
     sbuf b = {0};
@@ -337,16 +411,26 @@ static enum MHD_Result completion_plain(struct MHD_Connection *c, server *s, mod
     for (int ch = 0; ch < r->n; ch++) {
         tinygpt_generate_opts o;
         gen_opts_of(r, ch, seed, &o);
-        tinygpt_gen *g = NULL;
-        if (start_gen(sl, r, &o, &g) != TINYGPT_OK) {
-            free(b.s);
-            return fail(c, 500, "", "generation failed: %s", tinygpt_last_error(sl->m));
-        }
         choice_acc a = {0};
         char *echo = NULL;
         size_t echo_len = 0;
         if (r->echo && (echo = prompt_text(sl, &r->prompt, &echo_len))) sb_put(&a.text, echo, echo_len);
         free(echo);
+        /* echo + logprobs: the prompt's columns first, from their own eval
+         * (the generation's prefill starts again from position 0) */
+        serve_error pe;
+        if (r->echo && r->logprobs >= 0 && prompt_logprobs(sl, &r->prompt, r->logprobs, &a, &pe)) {
+            free(a.text.s), free(a.tokens.s), free(a.lps.s), free(a.tops.s), free(a.offs.s);
+            free(b.s);
+            return send_error(c, &pe);
+        }
+        a.text_bytes = echo_len; /* the generated tokens' offsets follow the prompt's text */
+        tinygpt_gen *g = NULL;
+        if (start_gen(sl, r, &o, &g) != TINYGPT_OK) {
+            free(a.text.s), free(a.tokens.s), free(a.lps.s), free(a.tops.s), free(a.offs.s);
+            free(b.s);
+            return fail(c, 500, "", "generation failed: %s", tinygpt_last_error(sl->m));
+        }
         tinygpt_token t;
         tinygpt_status st = TINYGPT_OK;
         int gone = 0;
@@ -445,6 +529,30 @@ static void stream_chunk(stream_ctx *x, const char *text, size_t len, const tiny
     else sb_str(b, ",\"finish_reason\":null}]}\n\n");
 }
 
+/* The echoed prompt as one event; a (non-NULL with logprobs) holds its
+ * tokens' columns, as a plain completion's start. */
+static void stream_echo(stream_ctx *x, const char *text, size_t len, const choice_acc *a) {
+    sbuf *b = &x->out;
+    sb_str(b, "data: ");
+    sb_head(b, x->s, "text_completion", x->me, x->id);
+    sb_fmt(b, ",\"choices\":[{\"index\":%d,\"text\":", x->choice);
+    sb_jstr(b, text, len);
+    if (a) {
+        sb_str(b, ",\"logprobs\":{\"tokens\":[");
+        if (a->tokens.s) sb_str(b, a->tokens.s);
+        sb_str(b, "],\"token_logprobs\":[");
+        if (a->lps.s) sb_str(b, a->lps.s);
+        sb_str(b, "],\"top_logprobs\":[");
+        if (a->tops.s) sb_str(b, a->tops.s);
+        sb_str(b, "],\"text_offset\":[");
+        if (a->offs.s) sb_str(b, a->offs.s);
+        sb_str(b, "]}");
+    } else {
+        sb_str(b, ",\"logprobs\":null");
+    }
+    sb_str(b, ",\"finish_reason\":null}]}\n\n");
+}
+
 /* Queues the next event(s) into x->out; -1 at the end of the stream. */
 static int stream_step(stream_ctx *x) {
     if (x->done) return -1;
@@ -456,24 +564,36 @@ static int stream_step(stream_ctx *x) {
         }
         tinygpt_generate_opts o;
         gen_opts_of(&x->req, x->choice, x->seed, &o);
-        if (start_gen(x->sl, &x->req, &o, &x->g) != TINYGPT_OK) {
-            serve_error e;
+        /* echo: the prompt as the choice's first event (with logprobs, its
+         * tokens' columns: their eval comes before the generation's prefill) */
+        choice_acc a = {0};
+        serve_error e;
+        char *echo = NULL;
+        size_t echo_len = 0;
+        int failed = 0;
+        if (x->req.echo) {
+            echo = prompt_text(x->sl, &x->req.prompt, &echo_len);
+            if (echo && x->req.logprobs >= 0)
+                failed = prompt_logprobs(x->sl, &x->req.prompt, x->req.logprobs, &a, &e) != 0;
+        }
+        if (!failed && start_gen(x->sl, &x->req, &o, &x->g) != TINYGPT_OK) {
             serve_fail(&e, 500, "", "generation failed: %s", tinygpt_last_error(x->sl->m));
+            failed = 1;
+        }
+        if (!failed && echo) stream_echo(x, echo, echo_len, x->req.logprobs >= 0 ? &a : NULL);
+        free(echo);
+        free(a.text.s), free(a.tokens.s), free(a.lps.s), free(a.tops.s), free(a.offs.s);
+        if (!failed && x->req.echo) return 0;
+        if (failed) {
             char *j = serve_error_json(&e);
             sb_str(&x->out, "data: ");
             sb_str(&x->out, j ? j : "{}");
             sb_str(&x->out, "\n\n");
             free(j);
+            if (x->g) tinygpt_gen_free(x->g);
             x->g = NULL;
             x->choice = x->req.n;
             return 0;
-        }
-        if (x->req.echo) {
-            size_t n = 0;
-            char *p = prompt_text(x->sl, &x->req.prompt, &n);
-            if (p) stream_chunk(x, p, n, NULL, NULL);
-            free(p);
-            if (p) return 0;
         }
     }
     tinygpt_token t;
