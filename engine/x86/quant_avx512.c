@@ -62,4 +62,17 @@ static inline __m128i gemv_scales8(int q4, const char *p) {
 }
 #define GEMV_SCALES8(q4, p) gemv_scales8((q4), (p))
 
+/* the same for 4 blocks (a row of IN = 128: the tiny models), read under a
+ * mask so that no byte past the 4 blocks is touched */
+static inline __m128i gemv_scales4(int q4, const char *p) {
+    int words = q4 ? 4 * 9 : 4 * 17; /* 72 or 136 bytes */
+    __m512i l0 = _mm512_maskz_loadu_epi16((__mmask32)(words >= 32 ? ~0u : (1u << words) - 1u), p);
+    __m512i l1 = words > 32 ? _mm512_maskz_loadu_epi16((__mmask32)((1ull << (words - 32)) - 1u), p + 64)
+                            : _mm512_setzero_si512();
+    const __m512i i = q4 ? _mm512_setr_epi32(9 << 16, 27 << 16 | 18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                         : _mm512_setr_epi32(17 << 16, 51 << 16 | 34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, i, l1));
+}
+#define GEMV_SCALES4(q4, p) gemv_scales4((q4), (p))
+
 #include "engine/x86/quant_tmpl.h"

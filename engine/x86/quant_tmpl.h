@@ -215,6 +215,18 @@ ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char 
 #undef GEMV_LANE
         }
 #endif
+#ifdef GEMV_SCALES4
+        for (; k + 4 <= nb; k += 4) {
+            __m256 s4 = _mm256_castps128_ps256(
+                _mm_mul_ps(_mm_cvtph_ps(GEMV_SCALES4(q4, wo + (size_t)k * bs)), _mm_load_ps(xd + k)));
+#define GEMV_LANE(j) _mm256_permutexvar_ps(_mm256_set1_epi32(j), s4)
+            GEMV_STEP(a0, k, GEMV_LANE(0));
+            GEMV_STEP(a1, k + 1, GEMV_LANE(1));
+            GEMV_STEP(a2, k + 2, GEMV_LANE(2));
+            GEMV_STEP(a3, k + 3, GEMV_LANE(3));
+#undef GEMV_LANE
+        }
+#endif
         row_scales(sc + k, wo + (size_t)k * bs, bs, xd + k, nb - k);
         for (; k + 4 <= nb; k += 4) {
             GEMV_STEP(a0, k, _mm256_broadcast_ss(sc + k));

@@ -204,7 +204,7 @@ Test(matmul_w, shapes) {
     ck_rng r = ck_rng_new(__func__);
     static const int Ts[] = {1, 2, 3, 4, 5, 8, 9, 17, 33};
     static const int outs[] = {1, 3, 17, 50, 129};
-    static const int ins_q[] = {32, 64, 96, 160, 256, 768};
+    static const int ins_q[] = {32, 64, 96, 128, 160, 256, 384, 768};
     static const int ins_f[] = {1, 3, 7, 17, 33, 100, 768};
     for (int ty = 0; ty < LEN(typed); ty++) {
         int q = tg_wtype_q8_act(typed[ty]);
