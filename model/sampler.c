@@ -307,8 +307,10 @@ static int select_top_k_buckets(cand *c, uint64_t *keys, uint8_t *bin, const flo
 /* keys[M] ascending, for tokens whose values x[id] lie in [lo, hi] (finite):
  * placed first by NEAR_BINS equal slices of that range (higher values
  * first; tmp[M] scratch), which leaves only the order within each slice to
- * the insertion sort. */
-#define NEAR_BINS 32
+ * the insertion sort. 128 slices for the ~60 tokens a top-40 threshold
+ * passes: most slices hold one, so the insertion sort's branches rarely
+ * mispredict (32 slices: 1.76 us per token, 128: 1.32, bench_sampler) */
+#define NEAR_BINS 128
 static void sort_near(uint64_t *keys, uint64_t *tmp, const float *x, int m, float lo, float hi) {
     float scale = (float)NEAR_BINS / (hi - lo);
     if (!(scale < INFINITY) || !(scale > 0.0f)) {
