@@ -9,6 +9,7 @@ tg_status tg_engine_init(tg_engine *e, tg_isa isa, tg_err *err) {
     e->isa = isa;
     tg_kernels_init_ref(&e->k);
     tg_kernels_init_arch(&e->k, isa);
+    e->bf16_act = tg_arch_bf16_act(isa);
     return TG_OK;
 }
 

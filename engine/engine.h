@@ -183,12 +183,6 @@ typedef struct tg_kernels {
      * matmuls, shared by their GEMV and GEMM. N % 32 == 0. */
     void (*quantize_q8_0)(tg_block_q8_0 *q, const float *x, int n);
 
-    /* 1 where matmul_w[TG_WTYPE_BF16] with T > 1 rounds X to bfloat16
-     * first (the AVX512-BF16 GEMM, engine/x86/bf16_avx512.c): each x moves
-     * by at most 2^-8·|x|, so Y is within (2^-8 + (IN + 8)·eps)·Σ|w·x| of
-     * exact instead of the f32 bound. 0: X stays f32 (every other table). */
-    int bf16_act;
-
     /* y[N] = one row of type t as f32 (embedding lookup), exact. */
     void (*dequant[TG_WTYPE_COUNT])(float *y, const void *w, int n);
 
@@ -319,6 +313,12 @@ typedef struct tg_kernels {
 typedef struct tg_engine {
     tg_isa isa;
     tg_kernels k;
+    /* 1 where k.matmul_w[TG_WTYPE_BF16] with T > 1 rounds X to bfloat16
+     * first (the AVX512-BF16 GEMM, engine/x86/bf16_avx512.c): each x moves
+     * by at most 2^-8·|x|, so Y is within (2^-8 + (IN + 8)·eps)·Σ|w·x| of
+     * exact instead of the f32 bound. 0: X stays f32. (Outside the table,
+     * which holds only kernels.) */
+    int bf16_act;
 } tg_engine;
 
 /* Fills the table with the C reference, then upgrades it up to `isa`. */
@@ -333,6 +333,8 @@ void tg_kernels_init_quant_ref(tg_kernels *k); /* called by tg_kernels_init_ref 
 void tg_matmul_ref(float *y, const float *x, const float *w, const float *b, int T, int in,
                    int out, int o0, int o1);
 void tg_kernels_init_arch(tg_kernels *k, tg_isa isa);
+/* Whether that table's BF16 GEMM rounds X to bfloat16 (tg_engine.bf16_act). */
+int tg_arch_bf16_act(tg_isa isa);
 
 /* ---- Threads -------------------------------------------------------------- */
 

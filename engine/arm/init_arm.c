@@ -10,4 +10,9 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     if (tg_cpu_has(TG_CPU_NEON_DOTPROD)) tg_kernels_init_quant_neon_dotprod(k);
 }
 
+int tg_arch_bf16_act(tg_isa isa) {
+    (void)isa;
+    return 0;
+}
+
 int tg_isa_compiled(tg_isa isa) { return isa == TG_ISA_SCALAR || isa == TG_ISA_NEON; }

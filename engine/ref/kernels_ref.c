@@ -191,7 +191,6 @@ static void attn_decode_gqa_ref(float *o, float *p, const float *q, const float 
 }
 
 void tg_kernels_init_ref(tg_kernels *k) {
-    k->bf16_act = 0;
     k->matmul = tg_matmul_ref;
     k->softmax = softmax_ref;
     k->layernorm = layernorm_ref;

@@ -14,7 +14,7 @@
  *           x moves by at most 2^-8·|x| (half a step of an 8-bit
  *           significand), so |Y - Y_exact| <= (2^-8 + (IN + 8)·eps)·Σ|w·x|
  *           (+ |b|·eps); bfloat16 subnormals (|x| < 2^-126) count as 0.
- *           tg_kernels.bf16_act says so to the tests.
+ *           tg_engine.bf16_act says so to the tests.
  *
  * W is packed per panel of BNR = 32 rows: for each pair p of inputs
  * (k = 2p, 2p+1) one dword per row, 32 rows = two zmm (an 8 × 8 dword
@@ -147,6 +147,5 @@ static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, cons
 }
 
 void tg_kernels_init_bf16_avx512bf16(tg_kernels *k) {
-    k->matmul_w[TG_WTYPE_BF16] = matmul_bf16;
-    k->bf16_act = 1;
+    k->matmul_w[TG_WTYPE_BF16] = matmul_bf16; /* tg_arch_bf16_act says so */
 }

@@ -16,4 +16,8 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     if (tg_cpu_has(TG_CPU_AVX512_BF16)) tg_kernels_init_bf16_avx512bf16(k);
 }
 
+int tg_arch_bf16_act(tg_isa isa) {
+    return isa >= TG_ISA_AVX512 && isa != TG_ISA_NEON && tg_cpu_has(TG_CPU_AVX512_BF16);
+}
+
 int tg_isa_compiled(tg_isa isa) { return isa == TG_ISA_SCALAR || isa == TG_ISA_AVX2 || isa == TG_ISA_AVX512; }

@@ -150,7 +150,7 @@ static void oracle(const tcase *c, float *want, float *tol, float *tol_bf16x, in
  * each x moves by at most 2^-8·|x| (half a step of bfloat16's 8-bit
  * significand), so Y by at most 2^-8·Σ|x_i w_i| more; tol_bf16x holds that. */
 static int rounds_x(const tg_engine *e, const tcase *c) {
-    return e->k.bf16_act && c->type == TG_WTYPE_BF16 && c->T > 1;
+    return e->bf16_act && c->type == TG_WTYPE_BF16 && c->T > 1;
 }
 
 static void run_kernel(const tg_engine *e, const tcase *c, float *y, int o0, int o1) {

@@ -6,7 +6,7 @@
  *            [--last-only] [--probe ATTN.f32] [--mask L:H,...]
  *   gpt_dump --isas            (prints the ISAs this CPU supports)
  *   gpt_dump --bf16-act ISA    (prints 1 if that ISA's BF16 GEMM rounds X
- *                               to bfloat16: tg_kernels.bf16_act)
+ *                               to bfloat16: tg_engine.bf16_act)
  *
  *            [--rope-halves] [--resave OUT.gguf DTYPE]
  *
@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
         tg_err err;
         if (tg_isa_parse(argv[2], &i) != TG_OK || tg_engine_init(&e, i, &err) != TG_OK)
             return die("unknown or unsupported ISA", argv[2]);
-        printf("%d\n", e.k.bf16_act);
+        printf("%d\n", e.bf16_act);
         return 0;
     }
     if (argc < 4) return die("usage: gpt_dump MODEL TOKENS OUT [options]", NULL);
