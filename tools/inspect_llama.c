@@ -19,6 +19,7 @@
 #include "weights/hf_llama.h"
 #include "weights/llama2c.h"
 #include "weights/model.h"
+#include "weights/vocab.h"
 
 typedef struct row {
     const char *name;
@@ -214,6 +215,19 @@ static int inspect_hf(const char *path, int json) {
     d.rows = calloc((size_t)ts.n + 1, sizeof *d.rows);
     d.n_rows = d.rows ? ts.n : 0;
     d.note = "the Q and K rows stay in Hugging Face's halves order (convert permutes them for GGUF)";
+    /* the folder's tokenizer.json, described (and built) like a GGUF's vocabulary */
+    tg_vocab vocab;
+    int have_vocab = 0;
+    char tj[4096];
+    struct stat tsb;
+    snprintf(tj, sizeof tj, "%s/tokenizer.json", path);
+    if (stat(tj, &tsb) == 0) {
+        tg_err verr = {{0}};
+        if (tg_vocab_load_hf_json(&vocab, tj, &verr))
+            snprintf(d.problem, sizeof d.problem, "the tokenizer cannot be built: %s", verr.msg);
+        else
+            have_vocab = 1, d.vocab = &vocab;
+    }
     for (int i = 0; i < d.n_rows; i++) {
         const tg_tensor_view *v = &ts.t[i];
         row *r = &d.rows[i];
@@ -233,6 +247,7 @@ static int inspect_hf(const char *path, int json) {
     int rc = print(&d, json);
     free(d.rows);
     free(ts.t);
+    if (have_vocab) tg_vocab_free(&vocab);
     tg_hf_llama_close(h);
     return rc;
 }
