@@ -22,7 +22,9 @@ putting <s> first. Then:
     (tests/model/llama_ref.py, float64) on the .bin's weights;
   * its text equals the pieces of those ids decoded by the format's rules
     ('▁' a space, <0xXX> its byte, the dummy-prefix space after BOS gone);
-  * inspect names the tokenizer (SentencePiece-style BPE, 512 tokens).
+  * inspect names the tokenizer (SentencePiece-style BPE, 512 tokens);
+  * `tinygpt quantize FOLDER --type f32` gives a GGUF with the same greedy
+    tokens (Q/K rows permuted, the vocabulary inside).
 
 usage: hf_llama_folder_test.py TINYGPT SOURCE_DIR
 """
@@ -119,6 +121,7 @@ def main():
         checks += 1
         if not ok:
             failures.append(what)
+        return ok
 
     with tempfile.TemporaryDirectory(prefix="tg-hfl-") as tmp:
         folder = os.path.join(tmp, "stories260K-hf")
@@ -174,6 +177,17 @@ def main():
             check(r.returncode == 0 and r.stdout.startswith((prompt or b"") + text),
                   "generate %s text: %r, want %r" % (label, r.stdout[:120], ((prompt or b"") + text)[:120]))
             print("%s: %d greedy tokens, smallest top-2 gap %.3g: %r..." % (label, len(want), gap, text[:60]))
+            if prompt == PROMPTS[1]:
+                # quantize of the folder (f32: Q/K rows permuted to GGUF's adjacent order,
+                # the tokenizer.json written as a llama vocabulary) generates the same
+                gg = os.path.join(tmp, "quantized.gguf")
+                r = subprocess.run([exe, "quantize", folder, gg, "--type", "f32"], capture_output=True, text=True)
+                if check(r.returncode == 0, "quantize the folder: exit %d %s" % (r.returncode, r.stderr.strip())):
+                    r = subprocess.run([exe, "generate", "-m", gg, "--temp", "0", "-n", str(N), "--ignore-eos",
+                                        "--json", "-p", prompt.decode()], capture_output=True, text=True)
+                    j = json.loads(r.stdout) if r.returncode == 0 else {"samples": [{"tokens": []}]}
+                    check([t["id"] for t in j["samples"][0]["tokens"]] == want,
+                          "quantized folder: greedy tokens differ from the reference")
     for f in failures:
         print("FAIL:", f)
     print("hf_llama_folder_test: %d checks, %d failed" % (checks, len(failures)))
