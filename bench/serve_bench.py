@@ -20,7 +20,14 @@ ratios of interleaved runs (medians):
     first request sent to the last event), vs one stream on a --parallel 1
     -t 2 server (target >= 1.6x) and vs one stream on the same server.
 
-Loopback only; SERVE_BENCH_ROUNDS rounds (default 7); a few seconds each."""
+Loopback only; SERVE_BENCH_ROUNDS rounds (default 7); a few seconds each.
+
+serve_bench.py TINYGPT --callgrind [MODEL]: instructions instead of time
+(valgrind's callgrind, TINYGPT_ISA=avx2 as valgrind cannot decode AVX-512),
+immune to the load of a shared machine: `tinygpt generate -n N` less -n 1
+against a server answering one streamed N-token request less a 1-token
+one (start-up, HTTP and prefill cancel out): instructions per token of
+each (~2 minutes)."""
 import http.client
 import json
 import os
@@ -35,7 +42,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from serve_util import Server  # noqa: E402
 
 EXE = sys.argv[1]
-MODEL = sys.argv[2] if len(sys.argv) > 2 else None
+CALLGRIND = "--callgrind" in sys.argv[2:]
+_rest = [a for a in sys.argv[2:] if a != "--callgrind"]
+MODEL = _rest[0] if _rest else None
 ROUNDS = int(os.environ.get("SERVE_BENCH_ROUNDS", "7"))
 N = 240       # tokens: within the shipped models' 256 context, so no crop
 PROMPT = "ROMEO:"
@@ -128,7 +137,43 @@ def two_streams(port):
     return sum(o[0] for o in out) / (max(o[3] for o in out) - min(o[1] for o in out))
 
 
+def callgrind_totals(args, tmp, tag, request_n=None):
+    """Instructions of one run of args under callgrind; with request_n, args
+    is a server: one streamed request of request_n tokens, then SIGINT."""
+    out = os.path.join(tmp, "cg." + tag)
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + args
+    env = dict(os.environ, TINYGPT_ISA="avx2")
+    if request_n is None:
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    else:
+        p = subprocess.Popen(cmd + ["--port", "0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = p.stdout.readline()
+        port = int(line.strip().rsplit(":", 1)[1])
+        out_l = []
+        stream(port, 1, request_n, out_l)
+        assert out_l[0][0] == request_n, out_l
+        p.send_signal(2)
+        p.wait()
+    with open(out) as f:
+        return int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
+
+
+def callgrind_main():
+    import tempfile
+    extra = ["-m", MODEL] if MODEL else []
+    gen = [EXE, "generate", "-p", PROMPT, "--seed", "1", "--no-echo"] + extra
+    with tempfile.TemporaryDirectory() as tmp:
+        g = {n: callgrind_totals(gen + ["-n", str(n)], tmp, "gen%d" % n) for n in (N, 1)}
+        sv = {n: callgrind_totals([EXE, "serve"] + extra, tmp, "srv%d" % n, n) for n in (N, 1)}
+    gt, st = (g[N] - g[1]) / (N - 1), (sv[N] - sv[1]) / (N - 1)
+    print("callgrind (TINYGPT_ISA=avx2), model %s, %d tokens less 1: generate %.0f instructions/token, "
+          "one streamed completion %.0f: the server's token costs %.1f%% of generate's"
+          % (MODEL or "shakespeare-4h (shipped)", N, gt, st, 100 * st / gt))
+
+
 def main():
+    if CALLGRIND:
+        return callgrind_main()
     extra = ["-m", MODEL] if MODEL else []
     s1 = Server(EXE, extra + ["-t", "1"])
     s12 = Server(EXE, extra + ["--parallel", "1", "-t", "2"])
