@@ -7,6 +7,7 @@ offsets bench/quant_quality.py patches.
     t = read_table(path)
     t.tensors["blk.0.ffn_up.weight"]  -> Tensor(name, dims, type, offset, nbytes)
     t.alignment, t.data_start, t.kv (scalar metadata; arrays as their length)
+    t.info[name] -> (file offset of its first dimension, of its type code)
 """
 import struct
 from collections import namedtuple
@@ -26,7 +27,8 @@ GGML_TYPES = {
 }
 
 Tensor = namedtuple("Tensor", "name dims type type_name offset nbytes")  # dims innermost first
-Table = namedtuple("Table", "version alignment data_start kv tensors order")
+# info: name -> (file offset of its first dimension, of its type code)
+Table = namedtuple("Table", "version alignment data_start kv tensors order info")
 
 _SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B",
            10: "<Q", 11: "<q", 12: "<d"}
@@ -68,11 +70,13 @@ def read_table(path):
         key = string()
         kv[key] = value(take("<I"))
     alignment = kv.get("general.alignment", 32)
-    infos = []
+    infos, info = [], {}
     for _ in range(n_tensors):
         name = string()
         nd = take("<I")
+        dims_at = p
         dims = [take("<Q") for _ in range(nd)]
+        info[name] = (dims_at, p)
         typ, off = take("<I"), take("<Q")
         infos.append((name, dims, typ, off))
     data_start = (p + alignment - 1) // alignment * alignment
@@ -86,7 +90,7 @@ def read_table(path):
             raise ValueError(f"{name}: row of {dims[0]} is not a multiple of {blk}")
         tensors[name] = Tensor(name, dims, typ, tname, data_start + off, n // blk * bsize)
         order.append(name)
-    return Table(version, alignment, data_start, kv, tensors, order)
+    return Table(version, alignment, data_start, kv, tensors, order, info)
 
 
 def n_elements(t):

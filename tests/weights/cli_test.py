@@ -271,6 +271,32 @@ with tempfile.TemporaryDirectory() as tmp:
         check(len(tot) == 1 and f"{jq['tensor_bytes']} bytes" in tot[0] and f"{want_res} resident" in tot[0],
               f"inspect {typ} text total: {tot}")
 
+    # Hostile block-typed files (issue #15): a Q8_0/Q4_0 row that is not a
+    # multiple of 32, a block tensor cut short, an unknown type code. Every
+    # command that loads the file says so in one line and exits 1.
+    for typ in ("q8_0", "q4_0"):
+        src = p(f"m32-{typ}.gguf")
+        tab = read_table(src)
+        up = "blk.0.ffn_up.weight"
+        dims_at, type_at = tab.info[up]
+        raw = open(src, "rb").read()
+        last = tab.tensors[tab.order[-1]]
+        cases = []
+        bad = bytearray(raw)
+        struct.pack_into("<Q", bad, dims_at, 48)  # 64 -> 48 elements a row
+        cases.append(("row48", bytes(bad), b"block size"))
+        cases.append(("cut", raw[:last.offset + last.nbytes // 2], b"past the end"))
+        bad = bytearray(raw)
+        struct.pack_into("<I", bad, type_at, 99)
+        cases.append(("type99", bytes(bad), b"unknown tensor type 99"))
+        for label, data, needle in cases:
+            f = p(f"hostile-{typ}-{label}.gguf")
+            open(f, "wb").write(data)
+            for args in (["inspect", f], ["generate", "-m", f, "-p", "a", "-n", "1"],
+                         ["profile", "-m", f, "-p", "ab", "-n", "1", "--no-roofline"]):
+                r = expect(args, 1, needle)
+                check(r.stderr.count(b"\n") == 1, f"{typ} {label} {args[0]}: not one line: {r.stderr!r}")
+
     # tensors not packed in order: loaded through their offsets (the same
     # scores as the packed file), and inspect warns (llama.cpp wants them packed)
     reverse_data(m, p("rev.gguf"))
