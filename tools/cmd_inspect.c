@@ -15,6 +15,7 @@
 #include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/gpt2.h"
+#include "weights/model.h"
 #include "weights/safetensors.h"
 
 static const char *usage_text =
@@ -27,7 +28,8 @@ static const char *usage_text =
     "tokenizer and the problems found. Resident bytes are what the loaded model holds\n"
     "for a tensor: its mapped bytes in the file's type (matrices stay f16, bf16, q8_0,\n"
     "q4_0), or 4 per element where the loader converts it to f32 (1-D tensors and\n"
-    "position_embd in another type; every tensor of a Hugging Face folder). Problems are\n"
+    "position_embd in another type; every tensor of a Hugging Face folder); 0 for an\n"
+    "output.weight the model does not read (tied to token_embd). Problems are\n"
     "what keeps the model from running (every tensor is scanned for NaN/inf, and the\n"
     "tokenizer is built); the exit status is 1 when there is one.\n";
 
@@ -351,6 +353,11 @@ int cmd_inspect(int argc, char **argv) {
         else r.loaded = 1;
     }
     if (r.loaded) usability(&r);
+    /* an output.weight the model shares token_embd for (the bytes agree) is
+     * never read */
+    if (r.loaded && !r.vocab_only && tg_model_tied(&r.m))
+        for (int i = 0; i < r.n_rows; i++)
+            if (!strcmp(r.rows[i].name, "output.weight")) r.rows[i].resident = 0;
     int rc = json ? print_json(&r) : print_text(&r);
     if (r.loaded) tg_gpt2_free(&r.m);
     cJSON_Delete(r.metadata);

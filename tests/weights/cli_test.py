@@ -86,6 +86,12 @@ def gguf_tensor_offsets(path):
     return {name: (data0 + off, typ) for name, typ, off in infos}
 
 
+def raw_bytes(path, t):
+    with open(path, "rb") as f:
+        f.seek(t.offset)
+        return f.read(t.nbytes)
+
+
 def patch_f32(src, dst, name, index, value):
     """Copies the GGUF src to dst with element `index` of F32 tensor `name` set to value."""
     at, typ = gguf_tensor_offsets(src)[name]
@@ -256,6 +262,9 @@ with tempfile.TemporaryDirectory() as tmp:
         for name, x in tab.tensors.items():
             in_place = x.type == 0 or (len(x.dims) == 2 and name != "position_embd.weight")
             res = x.nbytes if in_place else 4 * n_elements(x)
+            if name == "output.weight" and tab.kv.get("tinygpt.tied_embeddings") == 1 and \
+                    raw_bytes(tq, x) == raw_bytes(tq, tab.tensors["token_embd.weight"]):
+                res = 0  # tied: the model reads token_embd's bytes instead
             want_res += res
             g = got.get(name, {})
             check(g.get("type", "").lower() == x.type_name and g.get("bytes") == x.nbytes and
@@ -266,6 +275,7 @@ with tempfile.TemporaryDirectory() as tmp:
               jq["resident_bytes"] == want_res, f"inspect {typ} totals {jq['tensor_bytes']} {jq['resident_bytes']}")
         check(typ != "f16" or tab.tensors["position_embd.weight"].type == 1,
               "an f16 file keeps position_embd f16 (the converted case is covered)")
+        check(got["output.weight"]["resident_bytes"] == 0, f"inspect {typ}: init's tied output.weight is not read")
         txt = expect(["inspect", tq], 0).stdout.decode()
         tot = [x for x in txt.splitlines() if x.strip().startswith("total ")]
         check(len(tot) == 1 and f"{jq['tensor_bytes']} bytes" in tot[0] and f"{want_res} resident" in tot[0],
