@@ -189,6 +189,52 @@ def typed_deltas(path):
     return step, extra["token_embd.weight"] / emb.dims[1]
 
 
+LLAMA_OPS = {"attn_q.weight": "qkv", "attn_k.weight": "qkv", "attn_v.weight": "qkv",
+             "attn_output.weight": "attn_proj", "ffn_gate.weight": "mlp_up",
+             "ffn_up.weight": "mlp_up", "ffn_down.weight": "mlp_down"}
+
+
+def check_typed_llama(tmp):
+    """A Llama (stories260K converted to f32 and f16): each op's weight bytes
+    in the f16 profile minus the f32 profile's = what the f16 file's tensor
+    table says its matrices save (no f32 oracle involved)."""
+    shared = [os.path.join(SOURCE_ROOT or ".", *up, "shared", "data", "stories260K")
+              for up in ([".."], ["..", ".."])]
+    src = next((d for d in shared if os.path.isdir(d)), None)
+    if not src:
+        print("(no stories260K: Llama typed bytes skipped)")
+        return
+    files = {}
+    for typ in ("f32", "f16"):
+        files[typ] = os.path.join(tmp, f"s260-{typ}.gguf")
+        if run(["convert", os.path.join(src, "stories260K.bin"), "--tokenizer",
+                os.path.join(src, "tok512.bin"), "-o", files[typ], "--dtype", typ]).returncode:
+            return
+    t = read_table(files["f16"]).tensors
+    step = {op: 0 for op in OPS}
+    for name, x in t.items():
+        part = name.split(".", 2)[-1] if name.startswith("blk.") else None
+        if part in LLAMA_OPS:
+            step[LLAMA_OPS[part]] += x.nbytes - 4 * n_elements(x)
+    out = t.get("output.weight", t["token_embd.weight"])
+    step["lm_head"] = out.nbytes - 4 * n_elements(out)
+    per_token = (t["token_embd.weight"].nbytes - 4 * n_elements(t["token_embd.weight"])) / \
+        t["token_embd.weight"].dims[1]
+    check(step["mlp_up"] < 0, "llama f16: the file is smaller")
+    prof = {}
+    for typ, f in files.items():
+        r = run(["profile", "-m", f, "--no-roofline", "--prompt-tokens", "7", "-n", "2", "--json"])
+        if r.returncode:
+            return
+        prof[typ] = {ph["phase"]: {o["op"]: o["weight_bytes"] for o in ph["ops"]}
+                     for ph in json.loads(r.stdout)["phases"]}
+    for ph, (steps, tokens) in (("prefill", (1, 7)), ("decode", (2, 2))):
+        for op in OPS:
+            d = prof["f16"][ph][op] - prof["f32"][ph][op]
+            w = step[op] * steps + (per_token * tokens if op == "embed" else 0)
+            check(close(d, w), f"llama f16 {ph} {op}: weight bytes f16 - f32 = {d}, table {w}")
+
+
 def check_typed(model, tmp):
     n_prompt, n_gen = 9, 3
     for typ in ("f16", "bf16", "q8_0", "q4_0"):
@@ -344,6 +390,7 @@ def main():
 
         # Typed weights: bytes from the real types.
         check_typed(model, tmp)
+        check_typed_llama(tmp)
 
         # A model from `tinygpt init` (the path a user takes).
         init = os.path.join(tmp, "init.gguf")
