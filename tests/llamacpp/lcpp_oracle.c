@@ -146,6 +146,11 @@ static struct llama_model *open_model(const char *path, const oracle_opts *o) {
 
 static struct llama_context *open_context(struct llama_model *m, const oracle_opts *o, int n_needed) {
     struct llama_context_params cp = llama_context_default_params();
+    if (n_needed > llama_model_n_ctx_train(m)) {
+        /* GPT-2's learned positions end there (ggml asserts past them) */
+        fail("%d positions do not fit the model's context of %d", n_needed, llama_model_n_ctx_train(m));
+        return NULL;
+    }
     int n_ctx = o->n_ctx ? o->n_ctx : llama_model_n_ctx_train(m);
     if (n_ctx < n_needed) n_ctx = n_needed;
     cp.n_ctx = (uint32_t)n_ctx;
