@@ -43,10 +43,10 @@ t0=$(date +%s)
 if [ "$(cat "$dest/.libs" 2>/dev/null)" != "$NLC_VERSION" ] || [ ! -f "$dest/include/include/llama.h" ]; then
 rm -rf "$dest/npm" "$dest/lib" "$dest/include" "$dest/lcpp_oracle" "$dest/.stamp" "$dest/.libs" "$dest/VERSION"
 mkdir -p "$dest/npm"
-if ! out=$(cd "$dest/npm" && npm pack --silent --ignore-scripts --prefer-offline --no-audit --no-fund \
+if ! out=$(cd "$dest/npm" && npm pack --loglevel=error --ignore-scripts --prefer-offline --no-audit --no-fund \
         "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/$plat@$NLC_VERSION" 2>&1); then
     rm -rf "$dest/npm"
-    skip "npm pack node-llama-cpp@$NLC_VERSION failed: $(printf '%s' "$out" | grep -m1 -iE 'err|fail' || printf '%s' "$out" | tail -n 1)"
+    skip "npm pack node-llama-cpp@$NLC_VERSION failed: $(printf '%s\n' "$out" | grep -m1 -E 'npm (error|ERR!) [A-Z][a-z]|FetchError|E[A-Z]{4,}' || printf '%s\n' "$out" | tail -n 1)"
 fi
 main_tgz=$dest/npm/node-llama-cpp-$NLC_VERSION.tgz
 bins_tgz=$dest/npm/node-llama-cpp-$plat-$NLC_VERSION.tgz

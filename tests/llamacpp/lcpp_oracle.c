@@ -395,7 +395,11 @@ static int cmd_bench(const char *path, const char *what, int n, int reps, const 
     int is_pp = !strcmp(what, "pp");
     if (!is_pp && strcmp(what, "tg")) return usage("bench: pp or tg");
     struct llama_model *m = open_model(path, o);
-    struct llama_context *c = m ? open_context(m, o, n) : NULL;
+    /* the context llama-bench gives a test: its own tokens (ggml pads the
+     * KV cache to 256 cells), unless --ctx says otherwise */
+    oracle_opts ob = *o;
+    if (!ob.n_ctx) ob.n_ctx = n;
+    struct llama_context *c = m ? open_context(m, &ob, n) : NULL;
     if (!c) {
         if (m) llama_model_free(m);
         return 1;
