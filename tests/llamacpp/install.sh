@@ -11,6 +11,10 @@
 # usage: install.sh DEST CC    -> DEST/lcpp_oracle, DEST/lib/*.so, DEST/include
 # exit 0: ready; 77: unavailable here (no npm, no network, no prebuilt
 # libraries for this CPU family), with the reason on stdout; 1: an error.
+# The prebuilt libraries rather than a build from the bundled source: they
+# load on Debian 12 (built on Ubuntu 22.04, glibc 2.35), ggml picks the CPU
+# variant for this machine (libggml-cpu-zen4.so here), and a cmake build of
+# llama.cpp would cost minutes of CI's 2 cores.
 # Cached: a second run with the same version and oracle source does nothing;
 # a new build dir finds the tarballs in npm's cache (--prefer-offline).
 set -euo pipefail
@@ -19,7 +23,12 @@ cc=$2
 here=$(cd "$(dirname "$0")" && pwd)
 NLC_VERSION=3.22.1   # node-llama-cpp: llama.cpp release v0.5.0 (2026-09-28 source)
 
+# TINYGPT_REQUIRE_LLAMACPP=1 (.ci/run sets it): unavailable is an error.
 skip() {
+    if [ "${TINYGPT_REQUIRE_LLAMACPP:-}" = 1 ]; then
+        echo "install.sh: llama.cpp unavailable, and TINYGPT_REQUIRE_LLAMACPP=1: $*" >&2
+        exit 1
+    fi
     echo "SKIP: llama.cpp unavailable: $*"
     exit 77
 }
