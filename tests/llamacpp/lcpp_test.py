@@ -9,7 +9,8 @@ tinygpt's own commands.
          ISA of this CPU), greedy 100 tokens from several prompts.
   llama: stories260K through `tinygpt convert`, random GQA/MQA and untied
          llama2.c checkpoints and an HF Llama folder through `convert`: llama.cpp
-         loads each; tokenization, logits, greedy 200 tokens (stories260K).
+         loads each; tokenization, logits, greedy 200 tokens (stories260K);
+         llama.cpp's f16/q8_0/q4_0 quantization of stories260K -> tinygpt.
   types: `tinygpt quantize` to f16/bf16/q8_0/q4_0 -> llama.cpp's greedy text;
          llama.cpp's llama_model_quantize of the f32 file -> tinygpt loads it and
          agrees with llama.cpp; the two quantizers' bytes compared.
@@ -300,6 +301,17 @@ def test_llama():
     L, E, _ = model_shape(st)
     for p in LLAMA_PROMPTS[:3]:
         compare_greedy("stories260K greedy from %r" % p[:20], st, ours_tokens(st, p), 200, L, E, 0.0)
+    # llama.cpp's quantizer on the converted stories260K (llama.cpp-made
+    # f16/q8_0/q4_0 Llama files; ffn_down's rows of 172 are not whole blocks,
+    # so llama.cpp keeps those in f16): tinygpt loads each, agrees
+    for typ in ("f16", "q8_0", "q4_0"):
+        q = os.path.join(TMP, "stories260K-lcpp-%s.gguf" % typ)
+        run([ORACLE, "quantize", st, q, typ], "llama_model_quantize")
+        u = U_TYPE[typ]
+        logits_all_isas("stories260K, llama.cpp quantize %s" % typ, q, ids[:256], u, with_decode=False)
+        for p in LLAMA_PROMPTS[:2]:
+            compare_greedy("stories260K llama.cpp %s greedy from %r" % (typ, p[:20]), q, ours_tokens(st, p), 200,
+                           L, E, u)
     # random llama2.c checkpoints (GQA, MQA, untied) and an HF folder, converted
     rng = np.random.default_rng(20261202)
     shapes = [  # dim, hidden, layers, heads, kv_heads, tied
