@@ -151,6 +151,28 @@ def main():
             return json.loads(out)["rows"][0]["ms"]
         return [json.loads(line)["wall_ms"] for line in out.splitlines() if line.startswith("{")]
 
+    def ratio(label, test, other, key):
+        a, b = res[(label, test, "tinygpt")][key], res[(label, test, other)][key]
+        return statistics.median(x / y for x, y in zip(a, b))
+
+    def table(done):
+        """the table after `done` rounds (printed after each, so a long run
+        that is stopped still leaves its figures)"""
+        cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t")
+        print("%s; %s; 1 thread; %d of %d rounds x %d reps; load average %.1f at start, %.1f now; %.0f s"
+              % (cpu, version, done, rounds, reps, load0, os.getloadavg()[0], time.time() - t0))
+        print()
+        print("| model | test | tinygpt tok/s | llama.cpp tok/s | llama.cpp f32-KV tok/s | tinygpt / llama.cpp "
+              "(wall) | (CPU time) | tinygpt / llama.cpp f32-KV (CPU time) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for label, path, tests, _ in sets:
+            for test in tests:
+                med = [statistics.median(res[(label, test, p)]["wall"]) for p in names]
+                print("| %s | %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |" % (
+                    label, test, med[0], med[1], med[2], ratio(label, test, "llama.cpp", "wall"),
+                    ratio(label, test, "llama.cpp", "cpu"), ratio(label, test, "llama.cpp f32-KV", "cpu")))
+        print(flush=True)
+
     res = {}  # (label, test, prog) -> {"wall": [tok/s per round], "cpu": [...]}
     t0 = time.time()
     load0 = os.getloadavg()[0]
@@ -169,26 +191,8 @@ def main():
                     e = res.setdefault((label, test, name), {"wall": [], "cpu": []})
                     e["wall"].append(n / (w * 1e-3))
                     e["cpu"].append(n / cpu if cpu > 0 else float("nan"))
-        print("round %d/%d done (%.0f s, load %.1f)" % (rnd + 1, rounds, time.time() - t0, os.getloadavg()[0]),
-              file=sys.stderr)
+        table(rnd + 1)
 
-    def ratio(label, test, other, key):
-        a, b = res[(label, test, "tinygpt")][key], res[(label, test, other)][key]
-        return statistics.median(x / y for x, y in zip(a, b))
-
-    cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t")
-    print("%s; %s; 1 thread; %d rounds x %d reps; load average %.1f at start, %.1f at end; %.0f s"
-          % (cpu, version, rounds, reps, load0, os.getloadavg()[0], time.time() - t0))
-    print()
-    print("| model | test | tinygpt tok/s | llama.cpp tok/s | llama.cpp f32-KV tok/s | tinygpt / llama.cpp "
-          "(wall) | (CPU time) | tinygpt / llama.cpp f32-KV (CPU time) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for label, path, tests, _ in sets:
-        for test in tests:
-            med = [statistics.median(res[(label, test, p)]["wall"]) for p in names]
-            print("| %s | %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |" % (
-                label, test, med[0], med[1], med[2], ratio(label, test, "llama.cpp", "wall"),
-                ratio(label, test, "llama.cpp", "cpu"), ratio(label, test, "llama.cpp f32-KV", "cpu")))
     if opts["--json"]:
         with open(opts["--json"], "w") as f:
             json.dump({"cpu": cpu, "llama.cpp": version, "rounds": rounds, "reps": reps,
