@@ -27,7 +27,8 @@ gives medians over rounds and the median of the per-round ratios
 tinygpt / llama.cpp (> 1: tinygpt faster).
 
 usage: llamacpp_compare.py TINYGPT SOURCE_ROOT WORK [--rounds 3] [--reps 3]
-                           [--only tiny,stories,gpt2] [--quick] [--json OUT]
+                           [--only tiny,stories,gpt2] [--tests pp128,tg16,...] [--quick]
+                           [--json OUT]
 """
 import json
 import os
@@ -67,7 +68,7 @@ def cpu_of(cmd):
 
 def main():
     args = sys.argv[1:]
-    opts = {"--rounds": "3", "--reps": "3", "--only": "tiny,stories,gpt2", "--json": ""}
+    opts = {"--rounds": "3", "--reps": "3", "--only": "tiny,stories,gpt2", "--json": "", "--tests": ""}
     quick = "--quick" in args
     args = [a for a in args if a != "--quick"]
     for k in list(opts):
@@ -173,6 +174,9 @@ def main():
                     ratio(label, test, "llama.cpp", "cpu"), ratio(label, test, "llama.cpp f32-KV", "cpu")))
         print(flush=True)
 
+    if opts["--tests"]:
+        keep = opts["--tests"].split(",")
+        sets = [(a, b, [t for t in ts if t in keep], m) for a, b, ts, m in sets]
     res = {}  # (label, test, prog) -> {"wall": [tok/s per round], "cpu": [...]}
     t0 = time.time()
     load0 = os.getloadavg()[0]
