@@ -15,8 +15,8 @@
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define EPS ((double)FLT_EPSILON)
 
-static const int head_sizes[] = {1,  2,  3,  5,  7,  8,  9,   15,  16,  17,  31,  32,
-                                 33, 48, 63, 64, 65, 80, 96, 127, 128, 129, 200, 256};
+static const int head_sizes[] = {1,  2,  3,  4,  5,  7,  8,   9,   15,  16,  17,  24, 31,
+                                 32, 33, 48, 63, 64, 65, 80, 96, 127, 128, 129, 200, 256};
 static const int positions[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 64, 100, 127, 129, 257, 512,
                                 1000};
 
@@ -99,9 +99,12 @@ typedef struct head_case {
     float scale;
 } head_case;
 
-static head_case head_new(ck_rng *r, int n_pos, int hs) {
+/* contiguous: rows back to back (ldk == hs, the head-major KV cache, which
+ * the kernels special-case: head size VL/2 packs two keys per vector);
+ * else a random padding, sometimes none. */
+static head_case head_make(ck_rng *r, int n_pos, int hs, int contiguous) {
     head_case c;
-    int pad = ck_randi(r, 0, 2) == 0 ? 0 : ck_randi(r, 1, 2 * hs + 3);
+    int pad = contiguous || ck_randi(r, 0, 2) == 0 ? 0 : ck_randi(r, 1, 2 * hs + 3);
     int off = pad ? ck_randi(r, 0, pad) : 0;
     c.n_pos = n_pos;
     c.hs = hs;
@@ -132,10 +135,11 @@ Test(attn, scores) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
+    for (int contig = 0; contig < 2; contig++)
     for (int hi = 0; hi < LEN(head_sizes); hi++)
         for (int pi = 0; pi < LEN(positions); pi++) {
             int hs = head_sizes[hi], P = positions[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, contig);
             float *want = ck_alloc(P), *got = ck_alloc(P), *tol = ck_alloc(P), *exact = ck_alloc(P);
             /* tol_j = (HS + 8)·eps·scale·Σ|q k_j| */
             for (int j = 0; j < P; j++) {
@@ -170,10 +174,11 @@ Test(attn, mix) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
+    for (int contig = 0; contig < 2; contig++)
     for (int hi = 0; hi < LEN(head_sizes); hi++)
         for (int pi = 0; pi < LEN(positions); pi++) {
             int hs = head_sizes[hi], P = positions[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, contig);
             float *p = ck_alloc(P);
             ck_fill(&r, p, P, 0.0f, 1.0f);
             float *want = ck_alloc(hs), *got = ck_alloc(hs), *tol = ck_alloc(hs), *exact = ck_alloc(hs);
@@ -245,10 +250,11 @@ Test(attn, decode) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
+    for (int contig = 0; contig < 2; contig++)
     for (int hi = 0; hi < LEN(head_sizes); hi++)
         for (int pi = 0; pi < LEN(positions); pi++) {
-            head_case c = head_new(&r, positions[pi], head_sizes[hi]);
-            decode_check(&ref, eng, n_eng, &c, "random");
+            head_case c = head_make(&r, positions[pi], head_sizes[hi], contig);
+            decode_check(&ref, eng, n_eng, &c, contig ? "head-major" : "random");
             head_free(&c);
         }
 }
@@ -265,12 +271,12 @@ Test(attn, decode_masked) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
-    static const int hss[] = {1, 7, 16, 33, 64};
+    static const int hss[] = {1, 2, 4, 7, 8, 16, 24, 33, 64};
     static const int Ps[] = {1, 3, 17, 64, 129};
     for (int hi = 0; hi < LEN(hss); hi++)
         for (int pi = 0; pi < LEN(Ps); pi++) {
             int hs = hss[hi], P = Ps[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, (hi + pi) % 2);
             for (int j = 0; j < P; j++)
                 if (ck_randi(&r, 0, 2) == 0) mask_key(&c, j);
             decode_check(&ref, eng, n_eng, &c, "some keys masked");
@@ -297,12 +303,12 @@ Test(attn, decode_nan) {
     tg_engine eng[TG_ISA_COUNT];
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
-    static const int hss[] = {1, 7, 16, 33, 64};
+    static const int hss[] = {1, 2, 4, 7, 8, 16, 24, 33, 64};
     static const int Ps[] = {1, 3, 17, 64, 129};
     for (int hi = 0; hi < LEN(hss); hi++)
         for (int pi = 0; pi < LEN(Ps); pi++) {
             int hs = hss[hi], P = Ps[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, (hi + pi) % 2);
             float *p = ck_alloc(P), *o = ck_alloc(hs);
             int jn = ck_randi(&r, 0, P - 1), in = ck_randi(&r, 0, hs - 1);
             ((float *)c.v)[(size_t)jn * c.ldk + in] = NAN;
@@ -445,7 +451,7 @@ Test(attn, prefill) {
     ck_rng r = ck_rng_new(__func__);
     static const int Ts[] = {1, 2, 3, 7, 8, 9, 16, 17, 33, 64, 65, 128};
     static const int pos0s[] = {0, 1, 5, 63, 64, 100, 300, 900};
-    static const int hss[] = {1, 3, 7, 16, 17, 32, 33, 64, 80, 128, 256};
+    static const int hss[] = {1, 3, 4, 7, 8, 16, 17, 24, 32, 33, 64, 80, 128, 256};
     for (int ti = 0; ti < LEN(Ts); ti++)
         for (int pi = 0; pi < LEN(pos0s); pi++)
             for (int hi = 0; hi < LEN(hss); hi++) {
@@ -467,7 +473,8 @@ Test(attn, prefill_masked_nan) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int shapes[][3] = {/* T, pos0, HS */
-        {1, 0, 1}, {3, 2, 7}, {9, 0, 16}, {17, 64, 33}, {65, 10, 64}, {33, 100, 128}};
+        {1, 0, 1}, {3, 2, 7}, {9, 0, 16}, {17, 64, 33}, {65, 10, 64}, {33, 100, 128},
+        {20, 70, 8}, {9, 5, 4}, {40, 30, 24}};
     for (int s = 0; s < LEN(shapes); s++) {
         int T = shapes[s][0], pos0 = shapes[s][1], hs = shapes[s][2];
         prefill_case c = prefill_new(&r, T, pos0, hs);
@@ -594,8 +601,8 @@ Test(attn, decode_gqa) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int groups[] = {1, 2, 3, 4, 8};
-    static const int hss[] = {1, 2, 5, 8, 12, 16, 17, 32, 64, 65, 128};
-    static const int ps[] = {1, 2, 15, 63, 64, 65, 129, 300};
+    static const int hss[] = {1, 2, 4, 5, 8, 12, 16, 17, 24, 32, 64, 65, 128};
+    static const int ps[] = {1, 2, 15, 16, 17, 63, 64, 65, 129, 300, 512};
     for (int gi = 0; gi < LEN(groups); gi++)
         for (int hi = 0; hi < LEN(hss); hi++)
             for (int pi = 0; pi < LEN(ps); pi++)
