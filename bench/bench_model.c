@@ -209,7 +209,7 @@ static int reload_via_gguf(bench_model *b) {
 static tg_gpt *make_gpt(bench_model *b, int threads, const char *isa) {
     tg_gpt *g;
     tg_err err;
-    tg_gpt_opts o = {threads, isa, 0};
+    tg_gpt_opts o = {threads, isa, 0, TG_WTYPE_F32};
     if (tg_gpt_create(&g, &b->m, &o, &err)) {
         fprintf(stderr, "bench_model: %s\n", err.msg);
         exit(1);

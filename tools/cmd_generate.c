@@ -73,6 +73,7 @@ static void help(FILE *f) {
             "                        continuation, Ctrl-D exits\n"
             RUN_HELP_NO_CHECK
             RUN_HELP_TOKENIZER
+            RUN_HELP_KV_TYPE
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
             "(<|endoftext|>, or a Llama model's EOS or BOS), stop (a --stop string), context (full, with --keep 0) or\n"
@@ -730,6 +731,7 @@ int cmd_generate(int argc, char **argv) {
         {CLI_FLAG("-i", "--interactive", &o.interactive, 1)},
         {RUN_OPT_NO_CHECK(&o.ro.no_check)},
         {RUN_OPT_TOKENIZER(&o.ro.tokenizer)},
+        {RUN_OPT_KV_TYPE(&o.ro.kv_type)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

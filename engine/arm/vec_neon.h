@@ -70,4 +70,8 @@ static inline vf vbcast_pair(const float *p) {
 /* lanes 0-1 = the low half + the high half */
 static inline vf vfold_halves(vf x) { return vaddq_f32(x, vextq_f32(x, x, 2)); }
 
+/* VL IEEE halves <-> f32 (fcvtl / fcvtn, round to nearest even) */
+static inline vf vld_h(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+static inline void vst_h(uint16_t *p, vf x) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(x))); }
+
 #endif

@@ -267,14 +267,32 @@ static float FN(max_of)(const float *s, int n) {
     return vhmax(acc);
 }
 
+/* y[N] = IEEE halves x[N] widened (whole vectors, then one at a time) */
+static void FN(h2f_row)(float *y, const uint16_t *x, size_t n) {
+    size_t i = 0;
+    for (; i + VL <= n; i += VL) vst(y + i, vld_h(x + i));
+    for (; i < n; i++) y[i] = tg_f16_to_f32(x[i]);
+}
+
+/* y[N] = x[N] as IEEE halves, round to nearest even */
+static void FN(f32_to_f16)(uint16_t *y, const float *x, int n) {
+    int i = 0;
+    for (; i + VL <= n; i += VL) vst_h(y + i, vld(x + i));
+    for (; i < n; i++) y[i] = tg_f32_to_f16(x[i]);
+}
+
 /* T causal queries; query t (row t of q, ldq apart) sees keys 0..pos0+t.
  * Queries go in blocks of PF_BQ and keys in blocks of PF_BK; for each
  * (query, key block) the running max m, sum l and output row are rescaled
  * by exp(m_old - m_new) (the online softmax), so only PF_BK scores exist at
  * a time and each K/V tile is reused by every query of the block. */
-static void FN(attn_prefill)(float *o, const float *q, const float *k, const float *v,
-                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
-                             float scale) {
+/* kh, vh non-NULL (a constant at each call): K and V are IEEE halves, rows
+ * hs apart, and each key block is widened into ws (K then V, PF_BK·hs
+ * floats each) once for the PF_BQ queries that visit it. */
+static inline __attribute__((always_inline)) void
+FN(prefill_core)(float *o, const float *q, const float *k, const float *v, const uint16_t *kh,
+                 const uint16_t *vh, float *ws, int T, int pos0, int hs, int ldq, int ldk,
+                 int ldo, float scale) {
     float s[PF_BK], m[PF_BQ], l[PF_BQ];
     for (int t0 = 0; t0 < T; t0 += PF_BQ) {
         const int nq = T - t0 < PF_BQ ? T - t0 : PF_BQ;
@@ -284,6 +302,14 @@ static void FN(attn_prefill)(float *o, const float *q, const float *k, const flo
         }
         const int kend = pos0 + t0 + nq; /* keys seen by the block's last query */
         for (int j0 = 0; j0 < kend; j0 += PF_BK) {
+            const float *kb = k + (size_t)j0 * ldk, *vb = v + (size_t)j0 * ldk;
+            if (kh) {
+                const size_t nb = (size_t)(kend - j0 < PF_BK ? kend - j0 : PF_BK) * hs;
+                FN(h2f_row)(ws, kh + (size_t)j0 * hs, nb);
+                FN(h2f_row)(ws + (size_t)PF_BK * hs, vh + (size_t)j0 * hs, nb);
+                kb = ws;
+                vb = ws + (size_t)PF_BK * hs;
+            }
             for (int r = 0; r < nq; r++) {
                 const int t = t0 + r;
                 const int seen = pos0 + t + 1 - j0; /* keys of this block query t sees */
@@ -292,14 +318,14 @@ static void FN(attn_prefill)(float *o, const float *q, const float *k, const flo
                 const float *qt = q + (size_t)t * ldq;
                 float *ot = o + (size_t)t * ldo;
 
-                FN(attn_scores)(s, qt, k + (size_t)j0 * ldk, nk, hs, ldk, scale);
+                FN(attn_scores)(s, qt, kb, nk, hs, ldk, scale);
                 const float bm = FN(max_of)(s, nk);
                 const float m_new = bm > m[r] ? bm : m[r];
                 /* all -inf so far: exponents relative to 0 give exp(-inf) = 0 */
                 const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
                 const float corr = expf(m[r] - m_ref);
                 l[r] = l[r] * corr + FN(exp_sum)(s, nk, m_ref);
-                FN(mix)(ot, s, v + (size_t)j0 * ldk, nk, hs, ldk, corr, j0 > 0);
+                FN(mix)(ot, s, vb, nk, hs, ldk, corr, j0 > 0);
                 m[r] = m_new;
             }
         }
@@ -314,4 +340,17 @@ static void FN(attn_prefill)(float *o, const float *q, const float *k, const flo
             }
         }
     }
+}
+
+static void FN(attn_prefill)(float *o, const float *q, const float *k, const float *v,
+                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
+                             float scale) {
+    FN(prefill_core)(o, q, k, v, NULL, NULL, NULL, T, pos0, hs, ldq, ldk, ldo, scale);
+}
+
+/* attn_prefill over an f16 cache (rows hs apart), blocks widened into ws */
+static void FN(attn_prefill_f16)(float *o, const float *q, const uint16_t *k, const uint16_t *v,
+                                 int T, int pos0, int hs, int ldq, int ldo, float scale,
+                                 float *ws) {
+    FN(prefill_core)(o, q, NULL, NULL, k, v, ws, T, pos0, hs, ldq, hs, ldo, scale);
 }

@@ -86,4 +86,10 @@ static inline vf vbcast_pair(const float *p) {
 /* lanes 0-3 = the low half + the high half */
 static inline vf vfold_halves(vf x) { return _mm256_add_ps(x, _mm256_permute2f128_ps(x, x, 1)); }
 
+/* VL IEEE halves <-> f32 (F16C, round to nearest even) */
+static inline vf vld_h(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+static inline void vst_h(uint16_t *p, vf x) {
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 #endif

@@ -102,4 +102,10 @@ static inline vf vbcast_pair(const float *p) {
 /* lanes 0-7 = the low half + the high half (the upper lanes: the same sums) */
 static inline vf vfold_halves(vf x) { return _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E)); }
 
+/* VL IEEE halves <-> f32 (AVX-512F's vcvtph2ps / vcvtps2ph, round to nearest even) */
+static inline vf vld_h(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline void vst_h(uint16_t *p, vf x) {
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 #endif
