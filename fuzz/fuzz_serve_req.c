@@ -1,5 +1,5 @@
 /* fuzz_serve_req.c — the server's request parsing (tools/serve/serve_req.c)
- * on arbitrary bytes: the first byte picks the endpoint, the rest is the
+ * on arbitrary bytes: the first byte picks the endpoint (mod 6; 4 is /v1/compare), the rest is the
  * body. Every parse either fills a struct whose fields are in range or
  * fails with an error naming the problem; both paths free everything. */
 #include <stdint.h>
@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t len = size - 1;
     serve_limits lim = {.max_tokens = 4096, .max_n = 8, .max_ids = 4096};
     serve_error e;
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: {
         serve_completion r;
         if (serve_parse_completion(body, len, &lim, &r, &e) == 0) {
@@ -57,6 +57,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (serve_parse_detokenize(body, len, &lim, &r, &e) == 0) {
             for (int i = 0; i < r.n_tokens; i++) check(r.tokens[i] >= 0);
             serve_detokenize_free(&r);
+        }
+        break;
+    }
+    case 4: {
+        serve_compare r;
+        if (serve_parse_compare(body, len, &r, &e) == 0) {
+            check(r.n_models >= 0 && r.n_models <= 2 && r.text && serve_utf8_valid(r.text, r.len));
+            for (int i = 0; i < r.n_models; i++) check(r.models[i] != NULL);
+            check(r.n_models < 2 || strcmp(r.models[0], r.models[1]));
+            check(r.window == 0 || r.window >= 2);
+            check(r.head_tokens >= 2 && r.head_tokens <= SERVE_MAX_COMPARE_TOKENS);
+            check(r.seed <= 0x7fffffffu);
+            serve_compare_free(&r);
+        } else {
+            check(e.status >= 400 && e.msg[0]);
         }
         break;
     }

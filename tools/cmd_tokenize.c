@@ -8,6 +8,7 @@
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/run.h"
+#include "tools/utf8.h"
 #include "weights/gpt2.h"
 
 static const char *const CMD = "tokenize";
@@ -33,22 +34,6 @@ static void help(FILE *f) {
             "                      tokenizer.bin, GGUF, tokenizer.json or HF folder\n");
 }
 
-/* The length of the well-formed UTF-8 character at s[0..n), or 0. */
-static size_t utf8_char(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    size_t len = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (!len || len > n) return 0;
-    uint32_t cp = c & (0x3F >> (len - 1));
-    for (size_t k = 1; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 /* Bytes as a C-like literal: printable ASCII and valid UTF-8 as is, the
  * rest escaped, so a token's exact bytes are visible. */
 static void put_escaped(FILE *f, const char *p, size_t n) {
@@ -61,7 +46,7 @@ static void put_escaped(FILE *f, const char *p, size_t n) {
         else if (c == '\\' || c == '\'') fprintf(f, "\\%c", c);
         else if (c >= 0x20 && c < 0x7F) fputc(c, f);
         else if (c >= 0x80) {
-            size_t len = utf8_char(s + i, n - i);
+            size_t len = utf8_char_len(s + i, n - i);
             if (len) {
                 fwrite(s + i, 1, len, f);
                 i += len;

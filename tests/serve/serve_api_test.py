@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """serve_api_test.py TINYGPT — `tinygpt serve` on 127.0.0.1 (an ephemeral
 port) through http.client: every endpoint, streaming, stop strings, seeds
-that reproduce `tinygpt generate` exactly, /v1/attention against the CLI's
-own attention dump, every error path, the bounded queue (503 + Retry-After),
+that reproduce `tinygpt generate` exactly, echo + logprobs (the prompt's
+log-probabilities) against PyTorch (tests/serve/torch_ref.py), /v1/attention
+against the CLI's own attention dump, /v1/compare against `tinygpt compare
+--json` field by field, every error path, the bounded queue (503 + Retry-After),
 --api-key (401), a client that disconnects (its generation stops), and
 SIGTERM (in-flight work ends within the bound, exit 0)."""
 import http.client
@@ -12,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -115,6 +118,10 @@ def main():
     slp = [json.loads(e)["choices"][0]["logprobs"] for e in events[:-1]]
     ck.check([s["token_logprobs"][0] for s in slp if s] == lp["token_logprobs"], "streamed logprobs == plain ones")
 
+    # echo + logprobs: the prompt's tokens with their log-probabilities
+    # (OpenAI: the first one's null) against PyTorch; then the generated ones
+    echo_logprob_checks(port)
+
     # stop strings: cut off, finish_reason stop; streamed too
     full = generate("ROMEO:", 60, 1)
     stop = full[10:13]
@@ -148,6 +155,10 @@ def main():
     if heads is not None:
         worst = max(abs(heads[l][hh][q][k] - a["weights"][l][hh][q][k]) for l in range(L) for hh in range(H) for q in range(T) for k in range(q + 1))
         ck.check(worst < 1e-3, "attention weights == tinygpt attention --json's (max diff %.2g)" % worst)
+
+    # -- /v1/compare: the numbers of `tinygpt compare --json` on the same text,
+    # field by field (all but speed, a timing); one model alone; its limits
+    compare_checks(port, srv)
 
     # -- errors: 400 naming the field
     bad = [({"prompt": "x", "max_tokens": -1}, "max_tokens"), ({"prompt": "x", "max_tokens": 1.5}, "max_tokens"),
@@ -304,6 +315,179 @@ def main():
     r = subprocess.run([EXE, "serve", "-m", m4, "-m", m4, "--port", "0"], capture_output=True, text=True)
     ck.check(r.returncode == 2 and "two models" in r.stderr, "two models of one name: usage error")
     return ck.finish()
+
+
+U = 2.0 ** -24  # float32 unit roundoff
+
+
+def echo_logprob_checks(port):
+    from torch_ref import GPT2  # PyTorch: /usr/bin/python3 has it
+    import torch
+    ref_model = GPT2(Server.path("shakespeare-4h"))
+    L, E = ref_model.L, ref_model.t["token_embd.weight"].shape[1]
+    # 150 tokens or so: past the server's 64-position chunks
+    text = ("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
+            "Arise, fair sun, and kill the envious moon,\n") * 3
+    st, h, b = request(port, "POST", "/tokenize", dict(content=text, with_pieces=True))
+    tk = json.loads(b)
+    ids, pieces, n = tk["tokens"], tk["pieces"], len(tk["tokens"])
+    body = dict(prompt=text, echo=True, logprobs=3, max_tokens=6, seed=4)
+    st, h, b = request(port, "POST", "/v1/completions", body)
+    c = json.loads(b)["choices"][0]
+    lp = c["logprobs"]
+    lg = ref_model.logits(ids)
+    ref = torch.log_softmax(lg, -1)
+    ck.check(st == 200 and n > 128 and lp["tokens"][:n] == pieces and len(lp["token_logprobs"]) == n + 6,
+             "echo + logprobs: the %d prompt tokens (/tokenize's pieces), then the 6 generated" % n)
+    ck.check(lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None,
+             "echo + logprobs: the first prompt token's logprob and alternatives are null (OpenAI's)")
+    # |C f32 - float64| within the printed 6 digits plus (L+1) E U times the row's largest logit
+    worst = worst_shift = 0.0
+    top_ok = True
+    for i in range(1, n):
+        row = lg[i - 1]
+        tol = 5e-6 * abs(ref[i - 1, ids[i]].item()) + (L + 1) * E * U * row.abs().max().item()
+        got = lp["token_logprobs"][i]
+        worst = max(worst, abs(got - ref[i - 1, ids[i]].item()) / tol)
+        worst_shift = max(worst_shift, abs(got - ref[i - 1, ids[i - 1]].item()) / tol)
+        want_top = torch.topk(ref[i - 1], 3)
+        tops = lp["top_logprobs"][i]
+        for v, k in zip(want_top.values.tolist(), want_top.indices.tolist()):
+            top_ok &= abs(tops.get(pieces_of(port, k), 1e9) - v) <= tol
+    ck.check(worst <= 1, "echo + logprobs: each prompt token's logprob == PyTorch's (float64) within tolerance (worst %.3f of it)" % worst)
+    ck.check(worst_shift > 100, "  (the check can fail: the previous token's logprob is %.0fx the tolerance off)" % worst_shift)
+    ck.check(top_ok, "echo + logprobs: each prompt position's 3 alternatives == PyTorch's top 3")
+    offs = lp["text_offset"]
+    ck.check(offs[:n] == [sum(len(p.encode()) for p in pieces[:i]) for i in range(n)] and offs[n] == len(text.encode()),
+             "echo: text_offset runs through the prompt's bytes, the generated tokens' after them")
+    plain = json.loads(request(port, "POST", "/v1/completions", dict(body, echo=False))[2])["choices"][0]
+    ck.check(lp["token_logprobs"][n:] == plain["logprobs"]["token_logprobs"] and c["text"] == text + plain["text"],
+             "echo + logprobs: the generated part == the completion without echo")
+    events = stream_events(port, dict(body, stream=True))
+    first = json.loads(events[0])["choices"][0]
+    ck.check(first["text"] == text and first["logprobs"]["token_logprobs"] == lp["token_logprobs"][:n]
+             and first["logprobs"]["tokens"] == pieces,
+             "streamed echo + logprobs: the first event holds the prompt's columns, as the plain response")
+    gen = [json.loads(e)["choices"][0]["logprobs"] for e in events[1:-1]]
+    ck.check([g["token_logprobs"][0] for g in gen if g] == plain["logprobs"]["token_logprobs"],
+             "streamed echo + logprobs: then the generated tokens' (== without echo)")
+    # a prompt of ids, and logprobs 0 (no alternatives)
+    st, h, b = request(port, "POST", "/v1/completions", dict(prompt=ids[:10], echo=True, logprobs=0, max_tokens=1, seed=4))
+    l0 = json.loads(b)["choices"][0]["logprobs"]
+    ck.check(l0["token_logprobs"][:10] == lp["token_logprobs"][:10] and all(t == {} for t in l0["top_logprobs"][1:10]),
+             "echo + logprobs 0, prompt as ids: the same logprobs, no alternatives")
+
+
+_pieces = {}
+
+
+def pieces_of(port, k):
+    """Token k's piece (the key of top_logprobs), through /detokenize."""
+    if k not in _pieces:
+        _pieces[k] = json.loads(request(port, "POST", "/detokenize", dict(tokens=[k]))[2])["content"]
+    return _pieces[k]
+
+
+COMPARE_TEXT = ("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
+                "Arise, fair sun, and kill the envious moon,\nWho is already sick and pale with grief,\n"
+                "That thou her maid art far more fair than she.\n\nJULIET:\nO Romeo, Romeo! wherefore art thou Romeo?\n"
+                "Deny thy father and refuse thy name;\nOr, if thou wilt not, be but sworn my love,\n"
+                "And I'll no longer be a Capulet.\n") * 3
+
+
+def cli_compare(a, b, text, *flags):
+    """`tinygpt compare A B -f TEXT --json` as a dict."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(text)
+    try:
+        r = subprocess.run([EXE, "compare", Server.path(a), Server.path(b), "-f", f.name, "--json", *flags],
+                           capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+# The deterministic fields compare --json prints, by part of a model's entry.
+CFG = ["n_layer", "n_head", "head_size", "n_embd", "n_ctx", "n_vocab", "n_params"]
+QUALITY = ["tokens", "bytes", "nats_per_token", "perplexity", "nats_per_byte", "in_context_score"]
+HEAD = ["layer", "head", "entropy", "confidence", "sink", "prev", "local", "induction", "ablation_loss",
+        "ablation_delta", "only_head_loss", "class"]
+LAYER = ["layer", "best_head", "best_head_loss", "random_head_loss"]
+
+
+def same_model(api, cli):
+    """The fields of one model where the API and the CLI differ ([] if none)."""
+    bad = [k for k in CFG if api.get(k) != cli.get(k)]
+    bad += ["quality." + k for k in QUALITY if api["quality"].get(k) != cli["quality"].get(k)]
+    if api["quality"]["by_position"] != cli["quality"]["by_position"]:
+        bad.append("quality.by_position")
+    if api.get("baseline_loss") != cli.get("baseline_loss"):
+        bad.append("baseline_loss")
+    if len(api["heads"]) != len(cli["heads"]) or len(api["layers"]) != len(cli["layers"]):
+        return bad + ["heads/layers count"]
+    for ha, hc in zip(api["heads"], cli["heads"]):
+        bad += ["L%dH%d.%s" % (hc["layer"], hc["head"], k) for k in HEAD if ha.get(k) != hc.get(k)]
+    for la, lc in zip(api["layers"], cli["layers"]):
+        bad += ["layer%d.%s" % (lc["layer"], k) for k in LAYER if la.get(k) != lc.get(k)]
+    return bad
+
+
+def compare_checks(port, srv):
+    for flags, extra in [([], {}), (["--ctx", "64", "--head-tokens", "100", "--seed", "3"],
+                                    {"window": 64, "head_tokens": 100, "seed": 3})]:
+        st, h, b = request(port, "POST", "/v1/compare", dict(text=COMPARE_TEXT, **extra), timeout=120)
+        api = json.loads(b)
+        if not ck.check(st == 200 and "models" in api, "/v1/compare %s: 200 (%s)" % (extra, b[:200])):
+            continue
+        cli = cli_compare("shakespeare-4h", "shakespeare-1h", COMPARE_TEXT, *flags)
+        ck.check([m["name"] for m in api["models"]] == ["shakespeare-4h", "shakespeare-1h"],
+                 "/v1/compare without models: the server's first two, in order")
+        ck.check(api["window"] == cli["window"] and api["head_tokens"] == cli["head_tokens"],
+                 "/v1/compare %s: window %d, head_tokens %d as compare's" % (extra, api["window"], api["head_tokens"]))
+        for i in range(2):
+            bad = same_model(api["models"][i], cli["models"][i])
+            nh = len(cli["models"][i]["heads"])
+            ck.check(not bad, "/v1/compare %s, %s: config, quality, %d heads x 12 fields, layers == tinygpt compare --json%s"
+                     % (extra, api["models"][i]["name"], nh, ": differ in " + ", ".join(bad[:8]) if bad else ""))
+        if not extra:  # the check can fail: one head's delta moved in its 9th digit is caught
+            moved = json.loads(json.dumps(cli["models"][0]))
+            moved["heads"][5]["ablation_delta"] *= 1 + 1e-8
+            ck.check(same_model(api["models"][0], moved) == ["L1H1.ablation_delta"] and same_model(api["models"][0], cli["models"][1]),
+                     "/v1/compare: the check can fail (a delta moved by 1e-8 relative, the other model)")
+        ag, cag = api["agreement"], cli["agreement"]
+        ck.check(ag is not None and all(ag[k] == cag[k] for k in ("positions", "top1", "kl")),
+                 "/v1/compare %s: agreement == compare's (top1 %s, kl %s over %s positions)"
+                 % (extra, ag and ag["top1"], ag and ag["kl"], ag and ag["positions"]))
+        if extra:
+            ck.check(api["models"][0]["quality"]["in_context_score"] is not None, "window 64: in-context score set")
+    # one model: its entry alone, no agreement
+    st, h, b = request(port, "POST", "/v1/compare", dict(model="shakespeare-1h", text=COMPARE_TEXT), timeout=120)
+    one = json.loads(b)
+    cli = cli_compare("shakespeare-4h", "shakespeare-1h", COMPARE_TEXT)
+    ck.check(st == 200 and len(one["models"]) == 1 and one["agreement"] is None and not same_model(one["models"][0], cli["models"][1]),
+             "/v1/compare one model (shakespeare-1h): its numbers, agreement null")
+    st, h, b = request(port, "POST", "/v1/compare", dict(models=["shakespeare-1h", "shakespeare-4h"], text=COMPARE_TEXT,
+                                                         agreement=False), timeout=120)
+    two = json.loads(b)
+    ck.check(st == 200 and [m["name"] for m in two["models"]] == ["shakespeare-1h", "shakespeare-4h"] and two["agreement"] is None
+             and not same_model(two["models"][1], cli["models"][0]), "/v1/compare models in the order asked, agreement false")
+    bad = [({}, 400, "text"), ({"text": "a"}, 400, "text"), ({"text": 5}, 400, "text"),
+           ({"text": "ab cd", "window": 1}, 400, "window"), ({"text": "ab cd", "window": 257}, 400, "window"),
+           ({"text": "ab cd", "head_tokens": 1}, 400, "head_tokens"), ({"text": "ab cd", "head_tokens": 10 ** 6}, 400, "head_tokens"),
+           ({"text": "ab cd", "seed": -1}, 400, "seed"), ({"text": "ab cd", "agreement": "yes"}, 400, "agreement"),
+           ({"text": "ab cd", "models": []}, 400, "models"), ({"text": "ab cd", "models": ["a", "b", "c"]}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h", "shakespeare-1h"]}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h", 4]}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h"], "model": "shakespeare-1h"}, 400, "models"),
+           ({"text": "ab cd", "models": ["shakespeare-1h", "nope"]}, 404, "models"), ({"text": "ab cd", "model": "nope"}, 404, "model")]
+    for body, want, field in bad:
+        st, h, b = request(port, "POST", "/v1/compare", body)
+        e = json.loads(b).get("error", {})
+        ck.check(st == want and e.get("param") == field and e.get("message"),
+                 "/v1/compare %s: %d param %s (%s)" % (json.dumps(body)[:70], st, e.get("param"), e.get("message")))
+    st, h, b = request(port, "GET", "/v1/compare")
+    ck.check(st == 405, "GET /v1/compare: 405")
 
 
 def wait_busy(port, want, limit=5.0):

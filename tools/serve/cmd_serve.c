@@ -328,6 +328,80 @@ typedef struct choice_acc {
     int n;
 } choice_acc;
 
+/* echo + logprobs: the prompt's tokens with their log-probabilities, as
+ * OpenAI's completions give them (the first token has none: null, and no
+ * alternatives), into the columns of a (a->n counts them, a->text_bytes their
+ * bytes). The prompt runs once more with every position's logits, in
+ * chunks of at most 64 positions (64 * V floats at a time). */
+#define PROMPT_CHUNK 64
+static int prompt_logprobs(slot *sl, const serve_prompt *p, int top, choice_acc *a, serve_error *e) {
+    int *ids = NULL, n = 0, V = tinygpt_n_vocab(sl->m);
+    if (p->is_ids) {
+        n = p->n_ids;
+    } else {
+        size_t cnt = 0;
+        tinygpt_status st = tinygpt_tokenize(sl->m, p->text, p->len, 1, NULL, 0, &cnt);
+        if ((st == TINYGPT_OK || st == TINYGPT_ERR_RANGE) && (ids = malloc((cnt ? cnt : 1) * sizeof *ids)))
+            st = tinygpt_tokenize(sl->m, p->text, p->len, 1, ids, cnt, &cnt);
+        if (st != TINYGPT_OK || !ids) {
+            free(ids);
+            return serve_fail(e, 500, "", "tokenizing the prompt failed: %s", tinygpt_last_error(sl->m));
+        }
+        n = (int)cnt;
+    }
+    const int *tok = p->is_ids ? p->ids : ids;
+    float *lg = n > 1 ? malloc((size_t)PROMPT_CHUNK * V * sizeof *lg) : NULL;
+    int *tid = malloc((size_t)(top > 0 ? top : 1) * sizeof *tid);
+    float *tlp = malloc((size_t)(top > 0 ? top : 1) * sizeof *tlp);
+    int rc = 0;
+    if ((n > 1 && !lg) || !tid || !tlp) rc = serve_fail(e, 500, "", "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        size_t pl;
+        const char *piece = tinygpt_token_piece(sl->m, tok[i], &pl);
+        const char *sep = a->n ? "," : "";
+        sb_str(&a->tokens, sep);
+        sb_jstr(&a->tokens, piece ? piece : "", piece ? pl : 0);
+        sb_fmt(&a->offs, "%s%zu", sep, a->text_bytes);
+        a->text_bytes += piece ? pl : 0;
+        a->n++;
+        if (i == 0) {
+            sb_str(&a->lps, sep), sb_str(&a->lps, "null");
+            sb_str(&a->tops, sep), sb_str(&a->tops, "null");
+            continue;
+        }
+        /* row i - 1 of the chunk holding position i - 1 predicts token i */
+        int q = i - 1, c0 = q / PROMPT_CHUNK * PROMPT_CHUNK;
+        float *row = lg + (size_t)(q - c0) * V;
+        if (q == c0) {
+            int len = n - 1 - c0 < PROMPT_CHUNK ? n - 1 - c0 : PROMPT_CHUNK;
+            if (tinygpt_eval(sl->m, tok + c0, len, c0, lg, 1) != TINYGPT_OK ||
+                tinygpt_logprobs(sl->m, lg, (size_t)len, lg) != TINYGPT_OK) {
+                rc = serve_fail(e, 500, "", "scoring the prompt failed: %s", tinygpt_last_error(sl->m));
+                break;
+            }
+        }
+        sb_str(&a->lps, sep);
+        sb_num(&a->lps, row[tok[i]]);
+        sb_str(&a->tops, sep);
+        sb_str(&a->tops, "{");
+        int k = top < V ? top : V;
+        /* the rows already hold log-probabilities: their top k are the logits' */
+        if (k > 0 && tinygpt_top_k(sl->m, row, k, tid, tlp) == TINYGPT_OK)
+            for (int j = 0; j < k; j++) {
+                const char *tp = tinygpt_token_piece(sl->m, tid[j], &pl);
+                if (j) sb_str(&a->tops, ",");
+                sb_jstr(&a->tops, tp ? tp : "", tp ? pl : 0);
+                sb_str(&a->tops, ":");
+                sb_num(&a->tops, row[tid[j]]);
+            }
+        sb_str(&a->tops, "}");
+    }
+    free(lg), free(tid), free(tlp), free(ids);
+    if (!rc && (a->tokens.oom || a->lps.oom || a->tops.oom || a->offs.oom))
+        rc = serve_fail(e, 500, "", "out of memory");
+    return rc;
+}
+
 static enum MHD_Result completion_plain(struct MHD_Connection *c, server *s, model_entry *me, slot *sl,
                                         const serve_completion *r, uint64_t seed, uint64_t id) {
     sbuf b = {0};
@@ -337,16 +411,26 @@ static enum MHD_Result completion_plain(struct MHD_Connection *c, server *s, mod
     for (int ch = 0; ch < r->n; ch++) {
         tinygpt_generate_opts o;
         gen_opts_of(r, ch, seed, &o);
-        tinygpt_gen *g = NULL;
-        if (start_gen(sl, r, &o, &g) != TINYGPT_OK) {
-            free(b.s);
-            return fail(c, 500, "", "generation failed: %s", tinygpt_last_error(sl->m));
-        }
         choice_acc a = {0};
         char *echo = NULL;
         size_t echo_len = 0;
         if (r->echo && (echo = prompt_text(sl, &r->prompt, &echo_len))) sb_put(&a.text, echo, echo_len);
         free(echo);
+        /* echo + logprobs: the prompt's columns first, from their own eval
+         * (the generation's prefill starts again from position 0) */
+        serve_error pe;
+        if (r->echo && r->logprobs >= 0 && prompt_logprobs(sl, &r->prompt, r->logprobs, &a, &pe)) {
+            free(a.text.s), free(a.tokens.s), free(a.lps.s), free(a.tops.s), free(a.offs.s);
+            free(b.s);
+            return send_error(c, &pe);
+        }
+        a.text_bytes = echo_len; /* the generated tokens' offsets follow the prompt's text */
+        tinygpt_gen *g = NULL;
+        if (start_gen(sl, r, &o, &g) != TINYGPT_OK) {
+            free(a.text.s), free(a.tokens.s), free(a.lps.s), free(a.tops.s), free(a.offs.s);
+            free(b.s);
+            return fail(c, 500, "", "generation failed: %s", tinygpt_last_error(sl->m));
+        }
         tinygpt_token t;
         tinygpt_status st = TINYGPT_OK;
         int gone = 0;
@@ -445,6 +529,30 @@ static void stream_chunk(stream_ctx *x, const char *text, size_t len, const tiny
     else sb_str(b, ",\"finish_reason\":null}]}\n\n");
 }
 
+/* The echoed prompt as one event; a (non-NULL with logprobs) holds its
+ * tokens' columns, as a plain completion's start. */
+static void stream_echo(stream_ctx *x, const char *text, size_t len, const choice_acc *a) {
+    sbuf *b = &x->out;
+    sb_str(b, "data: ");
+    sb_head(b, x->s, "text_completion", x->me, x->id);
+    sb_fmt(b, ",\"choices\":[{\"index\":%d,\"text\":", x->choice);
+    sb_jstr(b, text, len);
+    if (a) {
+        sb_str(b, ",\"logprobs\":{\"tokens\":[");
+        if (a->tokens.s) sb_str(b, a->tokens.s);
+        sb_str(b, "],\"token_logprobs\":[");
+        if (a->lps.s) sb_str(b, a->lps.s);
+        sb_str(b, "],\"top_logprobs\":[");
+        if (a->tops.s) sb_str(b, a->tops.s);
+        sb_str(b, "],\"text_offset\":[");
+        if (a->offs.s) sb_str(b, a->offs.s);
+        sb_str(b, "]}");
+    } else {
+        sb_str(b, ",\"logprobs\":null");
+    }
+    sb_str(b, ",\"finish_reason\":null}]}\n\n");
+}
+
 /* Queues the next event(s) into x->out; -1 at the end of the stream. */
 static int stream_step(stream_ctx *x) {
     if (x->done) return -1;
@@ -456,24 +564,36 @@ static int stream_step(stream_ctx *x) {
         }
         tinygpt_generate_opts o;
         gen_opts_of(&x->req, x->choice, x->seed, &o);
-        if (start_gen(x->sl, &x->req, &o, &x->g) != TINYGPT_OK) {
-            serve_error e;
+        /* echo: the prompt as the choice's first event (with logprobs, its
+         * tokens' columns: their eval comes before the generation's prefill) */
+        choice_acc a = {0};
+        serve_error e;
+        char *echo = NULL;
+        size_t echo_len = 0;
+        int failed = 0;
+        if (x->req.echo) {
+            echo = prompt_text(x->sl, &x->req.prompt, &echo_len);
+            if (echo && x->req.logprobs >= 0)
+                failed = prompt_logprobs(x->sl, &x->req.prompt, x->req.logprobs, &a, &e) != 0;
+        }
+        if (!failed && start_gen(x->sl, &x->req, &o, &x->g) != TINYGPT_OK) {
             serve_fail(&e, 500, "", "generation failed: %s", tinygpt_last_error(x->sl->m));
+            failed = 1;
+        }
+        if (!failed && echo) stream_echo(x, echo, echo_len, x->req.logprobs >= 0 ? &a : NULL);
+        free(echo);
+        free(a.text.s), free(a.tokens.s), free(a.lps.s), free(a.tops.s), free(a.offs.s);
+        if (!failed && x->req.echo) return 0;
+        if (failed) {
             char *j = serve_error_json(&e);
             sb_str(&x->out, "data: ");
             sb_str(&x->out, j ? j : "{}");
             sb_str(&x->out, "\n\n");
             free(j);
+            if (x->g) tinygpt_gen_free(x->g);
             x->g = NULL;
             x->choice = x->req.n;
             return 0;
-        }
-        if (x->req.echo) {
-            size_t n = 0;
-            char *p = prompt_text(x->sl, &x->req.prompt, &n);
-            if (p) stream_chunk(x, p, n, NULL, NULL);
-            free(p);
-            if (p) return 0;
         }
     }
     tinygpt_token t;
@@ -798,6 +918,182 @@ fail_e:
     return send_error(c, &e);
 }
 
+/* ---- compare: the head analysis --------------------------------------------- */
+
+/* "key":v with %.9g (tinygpt compare --json's digits), null when not finite. */
+static void sb_kv9(sbuf *b, const char *key, double v, int comma) {
+    if (isfinite(v)) sb_fmt(b, "\"%s\":%.9g%s", key, v, comma ? "," : "");
+    else sb_fmt(b, "\"%s\":null%s", key, comma ? "," : "");
+}
+
+/* One model's part of `tinygpt compare --json`: configuration, quality,
+ * heads and layers (speed is left out: it is a timing, not an answer). */
+static void sb_compare_model(sbuf *b, const model_entry *me, const tinygpt_quality *q,
+                             const tinygpt_head_analysis *ha) {
+    const tinygpt_info *in = &me->info;
+    sb_str(b, "{\"name\":");
+    sb_jstr(b, me->name, strlen(me->name));
+    sb_fmt(b, ",\"arch\":\"%s\",\"n_layer\":%d,\"n_head\":%d,\"n_kv_head\":%d,\"head_size\":%d,"
+              "\"n_embd\":%d,\"n_ctx\":%d,\"n_vocab\":%d,\"n_params\":%llu,",
+           in->arch, in->n_layer, in->n_head, in->n_kv_head, in->head_size, in->n_embd, in->n_ctx,
+           in->n_vocab, (unsigned long long)in->n_params);
+    sb_fmt(b, "\"quality\":{\"tokens\":%llu,\"bytes\":%llu,", (unsigned long long)q->tokens,
+           (unsigned long long)q->bytes);
+    sb_kv9(b, "nats_per_token", q->nats_per_token, 1);
+    sb_kv9(b, "perplexity", q->perplexity, 1);
+    sb_kv9(b, "nats_per_byte", q->nats_per_byte, 1);
+    sb_str(b, "\"by_position\":[");
+    for (int k = 0; k < TINYGPT_LOSS_BUCKETS; k++) {
+        const tinygpt_loss_bucket *bk = &q->by_position[k];
+        sb_fmt(b, "%s{\"from\":%d,\"to\":%d,\"tokens\":%llu,", k ? "," : "", bk->from, bk->to,
+               (unsigned long long)bk->tokens);
+        sb_kv9(b, "nats_per_token", bk->nats_per_token, 0);
+        sb_str(b, "}");
+    }
+    sb_str(b, "],");
+    sb_kv9(b, "in_context_score", q->in_context_score, 0);
+    sb_fmt(b, "},\"head_tokens_scored\":%llu,", (unsigned long long)ha->tokens);
+    sb_kv9(b, "baseline_loss", ha->baseline_loss, 1);
+    sb_str(b, "\"heads\":[");
+    int H = ha->n_head;
+    for (int i = 0; i < ha->n_layer * H; i++) {
+        const tinygpt_head *h = &ha->heads[i];
+        sb_fmt(b, "%s{\"layer\":%d,\"head\":%d,\"kv_head\":%d,", i ? "," : "", h->layer, h->head, h->kv_head);
+        sb_kv9(b, "entropy", h->entropy, 1);
+        sb_kv9(b, "confidence", h->confidence, 1);
+        sb_kv9(b, "sink", h->sink, 1);
+        sb_kv9(b, "prev", h->prev, 1);
+        sb_kv9(b, "local", h->local, 1);
+        sb_kv9(b, "induction", h->induction, 1);
+        sb_kv9(b, "ablation_loss", h->ablation_loss, 1);
+        sb_kv9(b, "ablation_delta", h->ablation_delta, 1);
+        if (H > 1) sb_kv9(b, "only_head_loss", h->only_loss, 1);
+        sb_fmt(b, "\"class\":\"%s\"}", h->cls);
+    }
+    sb_str(b, "],\"layers\":[");
+    for (int l = 0; l < ha->n_layers; l++) {
+        const tinygpt_layer_heads *y = &ha->layers[l];
+        sb_fmt(b, "%s{\"layer\":%d,\"best_head\":%d,", l ? "," : "", y->layer, y->best_head);
+        sb_kv9(b, "all_heads_loss", y->all_heads_loss, 1);
+        sb_kv9(b, "best_head_loss", y->best_head_loss, 1);
+        sb_kv9(b, "random_head_loss", y->random_head_loss, 0);
+        sb_str(b, "}");
+    }
+    sb_str(b, "]}");
+}
+
+/* The text's ids under a model (compare's: "<|endoftext|>" is plain text). */
+static int compare_ids(slot *sl, const serve_compare *r, int **ids, size_t *n, serve_error *e) {
+    *n = 0;
+    tinygpt_status st = tinygpt_tokenize(sl->m, r->text, r->len, 0, NULL, 0, n);
+    if (st != TINYGPT_OK && st != TINYGPT_ERR_RANGE)
+        return serve_fail(e, 500, "", "tokenizing the text failed: %s", tinygpt_last_error(sl->m));
+    if (*n < 2 || *n > SERVE_MAX_COMPARE_TOKENS)
+        return serve_fail(e, 400, "text", "the text is %zu tokens; compare takes 2 to %d", *n,
+                          SERVE_MAX_COMPARE_TOKENS);
+    if (!(*ids = malloc(*n * sizeof **ids))) return serve_fail(e, 500, "", "out of memory");
+    if (tinygpt_tokenize(sl->m, r->text, r->len, 0, *ids, *n, n) != TINYGPT_OK)
+        return serve_fail(e, 500, "", "tokenizing the text failed: %s", tinygpt_last_error(sl->m));
+    return 0;
+}
+
+static enum MHD_Result do_compare(struct MHD_Connection *c, server *s, const char *body, size_t len) {
+    serve_compare r;
+    serve_error e;
+    if (serve_parse_compare(body, len, &r, &e)) return send_error(c, &e);
+    model_entry *me[2] = {NULL, NULL};
+    int nm = r.n_models ? r.n_models : (s->n_models < 2 ? s->n_models : 2);
+    for (int i = 0; i < nm; i++) {
+        me[i] = r.n_models ? find_model(s, r.models[i]) : &s->models[i];
+        if (!me[i]) {
+            enum MHD_Result ret = fail(c, 404, r.by_model ? "model" : "models",
+                                       "no model named '%.100s' (see GET /v1/models)", r.models[i]);
+            serve_compare_free(&r);
+            return ret;
+        }
+    }
+    int N = me[0]->info.n_ctx;
+    if (nm == 2 && me[1]->info.n_ctx < N) N = me[1]->info.n_ctx;
+    if (r.window > N) {
+        int w = r.window;
+        serve_compare_free(&r);
+        return fail(c, 400, "window", "'window' %d is larger than the %s context, %d", w,
+                    nm == 2 ? "smaller" : "model's", N);
+    }
+    if (r.window) N = r.window;
+    /* slots in the order of the server's models: two compares of one pair
+     * cannot each hold the slot the other waits for */
+    int first = nm == 2 && me[1] < me[0] ? 1 : 0;
+    slot *sl[2] = {NULL, NULL};
+    for (int k = 0; k < nm; k++) {
+        int i = k ? 1 - first : first;
+        if (!(sl[i] = acquire(s, me[i]))) {
+            if (sl[1 - i]) release(s, sl[1 - i]);
+            serve_compare_free(&r);
+            return busy(c, s);
+        }
+    }
+    int *ids[2] = {NULL, NULL};
+    size_t n_ids[2] = {0, 0};
+    tinygpt_quality q[2];
+    tinygpt_head_analysis *ha[2] = {NULL, NULL};
+    tinygpt_agreement ag;
+    int do_agree = nm == 2 && r.agreement;
+    sbuf b = {0};
+    int failed = 0;
+    for (int i = 0; i < nm && !failed; i++) {
+        if (compare_ids(sl[i], &r, &ids[i], &n_ids[i], &e)) {
+            failed = 1;
+            break;
+        }
+        tinygpt_heads_opts ho;
+        tinygpt_heads_opts_init(&ho);
+        ho.window = N, ho.head_tokens = (uint64_t)r.head_tokens, ho.seed = r.seed;
+        if (tinygpt_run_quality(sl[i]->m, ids[i], n_ids[i], N, &q[i]) != TINYGPT_OK ||
+            tinygpt_run_heads(sl[i]->m, ids[i], n_ids[i], &ho, &ha[i]) != TINYGPT_OK) {
+            serve_fail(&e, 500, "", "%s: %s", me[i]->name, tinygpt_last_error(sl[i]->m));
+            failed = 1;
+        }
+    }
+    if (!failed && do_agree) {
+        tinygpt_status st = tinygpt_run_agreement(sl[0]->m, sl[1]->m, ids[0], n_ids[0], N, &ag);
+        if (st == TINYGPT_ERR_ARG) { /* the vocabularies differ */
+            serve_fail(&e, 400, "agreement", "%s; send \"agreement\": false to compare the rest",
+                       tinygpt_last_error(sl[0]->m));
+            failed = 1;
+        } else if (st != TINYGPT_OK) {
+            serve_fail(&e, 500, "", "agreement: %s", tinygpt_last_error(sl[0]->m));
+            failed = 1;
+        }
+    }
+    for (int i = 0; i < nm; i++) release(s, sl[i]);
+    if (!failed) {
+        sb_fmt(&b, "{\"window\":%d,\"head_tokens\":%d,\"seed\":%llu,\"models\":[", N, r.head_tokens,
+               (unsigned long long)r.seed);
+        for (int i = 0; i < nm; i++) {
+            if (i) sb_str(&b, ",");
+            sb_compare_model(&b, me[i], &q[i], ha[i]);
+        }
+        sb_str(&b, "],\"agreement\":");
+        if (do_agree) {
+            sb_fmt(&b, "{\"positions\":%llu,\"top1_same\":%llu,", (unsigned long long)ag.positions,
+                   (unsigned long long)ag.top1_same);
+            sb_kv9(&b, "top1", ag.top1, 1);
+            sb_kv9(&b, "kl", ag.kl, 0);
+            sb_str(&b, "}}");
+        } else {
+            sb_str(&b, "null}");
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        free(ids[i]);
+        tinygpt_head_analysis_free(ha[i]);
+    }
+    serve_compare_free(&r);
+    if (failed) return send_error(c, &e);
+    return send_json(c, 200, &b);
+}
+
 /* ---- GET endpoints ------------------------------------------------------- */
 
 static enum MHD_Result do_models(struct MHD_Connection *c, server *s) {
@@ -905,6 +1201,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     } routes[] = {
         {"/v1/completions", do_completion, NULL}, {"/tokenize", do_tokenize, NULL},
         {"/detokenize", do_detokenize, NULL},     {"/v1/attention", do_attention, NULL},
+        {"/v1/compare", do_compare, NULL},
         {"/v1/models", NULL, do_models},          {"/health", NULL, do_health},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
@@ -959,7 +1256,9 @@ static void help(FILE *f) {
             "Serves POST /v1/completions (OpenAI's fields, streamed as server-sent events\n"
             "with \"stream\": true, plus top_k, min_p, repeat_penalty), GET /v1/models,\n"
             "GET /health, POST /tokenize, POST /detokenize, POST /v1/attention (every\n"
-            "head's weights, heads_off, the next-token distribution) and the page at /.\n"
+            "head's weights, heads_off, the next-token distribution), POST /v1/compare\n"
+            "(tinygpt compare --json's head analysis of one or two models on a text) and\n"
+            "the page at /.\n"
             "Prints \"listening on http://HOST:PORT\" when ready; SIGINT or SIGTERM stops\n"
             "it: no new connections, in-flight work gets 2 s, then exit 0.\n");
 }

@@ -2,6 +2,7 @@
  * serve_req.h). Every field is checked for its type and range here;
  * unknown fields are ignored, as OpenAI's clients send some we do not use. */
 #include "tools/serve/serve_req.h"
+#include "tools/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>
@@ -39,27 +40,10 @@ char *serve_error_json(const serve_error *e) {
     return s;
 }
 
-/* The length of the well-formed UTF-8 character at s[0..n), or 0. */
-static size_t utf8_char(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    size_t len = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (!len || len > n) return 0;
-    uint32_t cp = c & (0x3F >> (len - 1));
-    for (size_t k = 1; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 int serve_utf8_valid(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_char(p + i, n - i);
+        size_t k = utf8_char_len(p + i, n - i);
         if (!k) return 0;
         i += k;
     }
@@ -73,7 +57,7 @@ char *serve_utf8_fix(const char *s, size_t n, size_t *out_len) {
     if (!out) return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_char(p + i, n - i);
+        size_t k = utf8_char_len(p + i, n - i);
         if (k) {
             memcpy(out + o, p + i, k);
             o += k;
@@ -339,6 +323,58 @@ int serve_parse_attention(const char *body, size_t len, const serve_limits *lim,
     int rc = attention(root, lim, out, e);
     cJSON_Delete(root);
     if (rc) serve_attention_free(out);
+    return rc;
+}
+
+void serve_compare_free(serve_compare *r) {
+    for (int i = 0; i < r->n_models; i++) free(r->models[i]);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+static int compare(const cJSON *root, serve_compare *r, serve_error *e) {
+    double v;
+    int rc;
+    const cJSON *ms = field(root, "models"), *m1 = field(root, "model");
+    if (ms && m1) return serve_fail(e, 400, "models", "give 'models' (one or two names) or 'model', not both");
+    if (m1) {
+        if (!cJSON_IsString(m1)) return serve_fail(e, 400, "model", "'model' must be a string");
+        if (!(r->models[0] = strdup(m1->valuestring))) return serve_fail(e, 500, "", "out of memory");
+        r->n_models = r->by_model = 1;
+    } else if (ms) {
+        int n = cJSON_IsArray(ms) ? cJSON_GetArraySize(ms) : -1;
+        if (n < 1 || n > 2)
+            return serve_fail(e, 400, "models", "'models' must be a list of one or two model names");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, ms) {
+            if (!cJSON_IsString(it)) return serve_fail(e, 400, "models", "'models' item %d must be a string", r->n_models);
+            if (!(r->models[r->n_models] = strdup(it->valuestring))) return serve_fail(e, 500, "", "out of memory");
+            r->n_models++;
+        }
+        if (n == 2 && !strcmp(r->models[0], r->models[1]))
+            return serve_fail(e, 400, "models", "'models' names '%.100s' twice; compare two different models", r->models[0]);
+    }
+    if ((rc = get_str(root, "text", &r->text, &r->len, e)) <= 0)
+        return rc < 0 ? -1 : serve_fail(e, 400, "text", "'text' (the text the models are scored on) is required");
+    r->head_tokens = 2048;
+    r->seed = 1;
+    r->agreement = 1;
+    if ((rc = get_int(root, "window", 2, 1 << 24, &v, e)) < 0) return -1;
+    if (rc) r->window = (int)v;
+    if ((rc = get_int(root, "head_tokens", 2, SERVE_MAX_COMPARE_TOKENS, &v, e)) < 0) return -1;
+    if (rc) r->head_tokens = (int)v;
+    if ((rc = get_int(root, "seed", 0, 2147483647.0, &v, e)) < 0) return -1;
+    if (rc) r->seed = (uint64_t)v;
+    return get_bool(root, "agreement", &r->agreement, e) < 0 ? -1 : 0;
+}
+
+int serve_parse_compare(const char *body, size_t len, serve_compare *out, serve_error *e) {
+    memset(out, 0, sizeof *out);
+    cJSON *root = parse_object(body, len, e);
+    if (!root) return -1;
+    int rc = compare(root, out, e);
+    cJSON_Delete(root);
+    if (rc) serve_compare_free(out);
     return rc;
 }
 

@@ -13,6 +13,8 @@
 #define SERVE_MAX_STOP_LEN 256  /* bytes per stop string */
 #define SERVE_MAX_LOGPROBS 20   /* alternatives per token */
 #define SERVE_MAX_ATTN_TOP 100  /* next-token alternatives of /v1/attention */
+#define SERVE_MAX_COMPARE_TOKENS 65536 /* head_tokens of /v1/compare (and the text's
+                                          tokens, checked by the server) */
 
 /* Per-request limits the server sets (from its options). */
 typedef struct serve_limits {
@@ -70,6 +72,22 @@ typedef struct serve_attention {
     int weights;          /* 0: leave out the weights (only the distribution) (default 1) */
 } serve_attention;
 
+/* POST /v1/compare: the head analysis of `tinygpt compare --json` (quality,
+ * per-head metrics and ablations, one head per layer, agreement) for one or
+ * two loaded models on a text. */
+typedef struct serve_compare {
+    char *models[2];      /* "models": one or two names (or "model": one); */
+    int n_models;         /* 0: the server's first two models */
+    int by_model;         /* 1: named by "model" (errors name that field) */
+    char *text;           /* required, valid UTF-8, NUL-terminated, len bytes */
+    size_t len;
+    int window;           /* 0 (default): the smaller context; else >= 2 (the server
+                             checks it against the contexts) */
+    int head_tokens;      /* [2, SERVE_MAX_COMPARE_TOKENS] (default 2048, compare's) */
+    uint64_t seed;        /* of the induction sequences, [0, 2^31-1] (default 1) */
+    int agreement;        /* 0: leave out top-1 agreement and KL (default 1) */
+} serve_compare;
+
 /* POST /tokenize {"content": TEXT, "with_pieces": bool} and POST
  * /detokenize {"tokens": [ids]}; model optional. */
 typedef struct serve_tokenize {
@@ -91,11 +109,13 @@ int serve_parse_completion(const char *body, size_t len, const serve_limits *lim
                            serve_completion *out, serve_error *e);
 int serve_parse_attention(const char *body, size_t len, const serve_limits *lim,
                           serve_attention *out, serve_error *e);
+int serve_parse_compare(const char *body, size_t len, serve_compare *out, serve_error *e);
 int serve_parse_tokenize(const char *body, size_t len, serve_tokenize *out, serve_error *e);
 int serve_parse_detokenize(const char *body, size_t len, const serve_limits *lim,
                            serve_detokenize *out, serve_error *e);
 void serve_completion_free(serve_completion *r);
 void serve_attention_free(serve_attention *r);
+void serve_compare_free(serve_compare *r);
 void serve_tokenize_free(serve_tokenize *r);
 void serve_detokenize_free(serve_detokenize *r);
 

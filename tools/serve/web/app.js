@@ -6,11 +6,38 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const status = (s) => { $("status").textContent = s; };
+const status = (s, isError) => {
+  $("status").textContent = s;
+  $("status").classList.toggle("error", !!isError || s.startsWith("error"));
+};
+
+// The API key (a server started with --api-key wants it): kept in this
+// tab's sessionStorage only, never in the URL or localStorage.
+const KEY = "tinygpt-api-key";
+$("api-key").value = sessionStorage.getItem(KEY) || "";
+function headers(extra) {
+  const h = Object.assign({}, extra);
+  const k = $("api-key").value;
+  if (k) h.Authorization = "Bearer " + k;
+  return h;
+}
+// A 401 as a message saying what to do.
+function authError(r) {
+  $("key-label").classList.add("want");
+  return new Error($("api-key").value ? "401: the server refused this API key; check the API key field (top right)"
+    : "401: this server wants an API key (it runs with --api-key): enter it in the API key field (top right)");
+}
+$("api-key").onchange = () => {
+  const k = $("api-key").value;
+  if (k) sessionStorage.setItem(KEY, k); else sessionStorage.removeItem(KEY);
+  $("key-label").classList.remove("want");
+  loadModels().catch((e) => status("error: " + e.message));
+};
 
 async function api(path, body) {
-  const r = await fetch(path, body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const r = await fetch(path, body === undefined ? { headers: headers() } : {
+    method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) });
+  if (r.status === 401) throw authError(r);
   const j = await r.json();
   if (!r.ok) throw new Error(j.error ? j.error.message : r.statusText);
   return j;
@@ -38,6 +65,7 @@ async function loadModels() {
   const one = models.find((m) => m.n_head === 1), many = models.find((m) => m.n_head > 1);
   $("heads-model-a").value = (one || models[0]).id;
   $("heads-model-b").value = (many || models[models.length - 1]).id;
+  $("key-label").classList.remove("want");
   status(models.length + " model" + (models.length === 1 ? "" : "s"));
 }
 
@@ -72,7 +100,8 @@ $("play-go").onclick = async () => {
   const t0 = performance.now();
   try {
     const r = await fetch("/v1/completions", { method: "POST", body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json" }, signal: abort.signal });
+      headers: headers({ "Content-Type": "application/json" }), signal: abort.signal });
+    if (r.status === 401) throw authError(r);
     if (!r.ok) throw new Error((await r.json()).error.message);
     const reader = r.body.getReader(), dec = new TextDecoder();
     let buf = "";
@@ -148,8 +177,12 @@ class Column {
   render() {
     const a = this.data, L = a.n_layer, H = a.n_head, T = a.n_tokens;
     const info = models.find((m) => m.id === this.model);
+    const q = this.metrics && this.metrics.quality;
     this.el.innerHTML = `<h2>${esc(this.model)} <small>${L} layers \u00d7 ${H} head${H > 1 ? "s" : ""}, ${T} tokens` +
       `${info ? ", " + (info.n_params / 1e6).toFixed(2) + "M parameters" : ""}</small></h2>` +
+      (q ? `<p class="quality" data-nats="${q.nats_per_token}">loss on this text ${q.nats_per_token.toFixed(3)} nats/token ` +
+           `(perplexity ${q.perplexity.toFixed(1)}, ${q.tokens} tokens scored); under each head: its class and \u0394loss, ` +
+           `the loss it adds when switched off</p>` : "") +
       `<div class="tokens"></div>` +
       `<div class="grid" style="grid-template-columns: repeat(${H}, minmax(48px, 150px))"></div>` +
       `<label>head view, layer <select class="layer">${[...Array(L).keys()].map((l) => `<option>${l}</option>`).join("")}</select></label>` +
@@ -196,7 +229,24 @@ class Column {
         const lab = document.createElement("span");
         lab.className = "lab";
         lab.textContent = `L${l} H${h}`;
-        cell.append(cv, mark, lab);
+        const map = document.createElement("div"); // the query mark's percentages are of the map alone
+        map.className = "map";
+        map.append(cv, mark, lab);
+        cell.append(map);
+        // the head's metrics from /v1/compare: its class and the loss it costs to switch it off
+        const m = this.metrics && this.metrics.heads[l * H + h];
+        if (m) {
+          const met = document.createElement("div");
+          met.className = "met";
+          met.dataset.cls = m.class;
+          met.dataset.delta = String(m.ablation_delta);
+          met.textContent = `${m.class} \u0394loss ${m.ablation_delta >= 0 ? "+" : ""}${m.ablation_delta.toFixed(3)}`;
+          cell.title = `layer ${l} head ${h}: ${m.class}; entropy ${m.entropy.toFixed(2)}, prev ${m.prev.toFixed(2)}, ` +
+            `sink ${m.sink.toFixed(2)}, induction ${m.induction.toFixed(2)}; switched off the loss ` +
+            `${m.ablation_delta >= 0 ? "rises" : "falls"} by ${Math.abs(m.ablation_delta).toFixed(4)} nats/token. ` +
+            `Click to switch it ${this.off.has(l + "," + h) ? "on" : "off"}`;
+          cell.appendChild(met);
+        }
         cell.onclick = () => this.toggle(l, h).catch((e) => status("error: " + e.message));
         grid.appendChild(cell);
         this.cells.push({ cell, mark });
@@ -254,6 +304,7 @@ const columns = [];
 $("heads-go").onclick = async () => {
   const cols = $("heads-cols");
   cols.innerHTML = "";
+  $("heads-agree").textContent = "";
   columns.length = 0;
   const names = [$("heads-model-a").value, $("heads-model-b").value].filter((m, i, all) => all.indexOf(m) === i);
   try {
@@ -266,6 +317,14 @@ $("heads-go").onclick = async () => {
       await c.load($("heads-text").value);
     }
     status("attention of " + names.join(" and "));
+    // each head's metrics (the numbers of `tinygpt compare`) for the same text
+    const cmp = await api("/v1/compare", { models: names, text: $("heads-text").value });
+    cmp.models.forEach((m, i) => { columns[i].metrics = m; columns[i].render(); });
+    const ag = cmp.agreement;
+    $("heads-agree").textContent = ag ? `The two agree on the next token at ${(100 * ag.top1).toFixed(1)}% of ` +
+      `${ag.positions} positions; mean KL(left\u2016right) ${ag.kl.toFixed(3)} nats.` : "";
+    $("heads-agree").dataset.top1 = ag ? String(ag.top1) : "";
+    status("attention and head metrics of " + names.join(" and "));
   } catch (e) {
     status("error: " + e.message);
   }
