@@ -256,6 +256,7 @@ static tg_status feed(gen *g, const int *t, int n) {
     int K = n > g->keep ? n : g->keep;
     if (K > g->C) K = g->C;
     if (!g->said_shift) {
+        fflush(stdout); /* the text so far before the note (the stream batches flushes) */
         fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; each time it "
                         "fills, its last %d tokens run again as a new prompt (--keep)\n",
                 text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "", g->C, K);
@@ -435,6 +436,7 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
         if (g->keep == 0 && tg_gpt_n_pos(g->rc->gpt) == g->C) {
             if (!last) {
                 c->stop = "context";
+                fflush(stdout);
                 fprintf(stderr, "%stinygpt generate: the context is full (%d tokens); stopping\n",
                         text_stdout(o) ? "\n" : "", g->C);
             }
@@ -451,6 +453,7 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
 
 static void print_stats(const gen *g, int n_prompt, double t_prefill, const cont *c,
                         uint64_t seed, const char *label) {
+    fflush(stdout);
     fprintf(stderr,
             "%sprompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | stop: %s | "
             "seed %llu | %d thread%s, %s\n",

@@ -12,11 +12,17 @@ typedef struct text_stream {
     FILE *f;
     char held[8]; /* at most 3 bytes of an unfinished character */
     size_t n;
+    long long flushed_ns; /* monotonic time of the last flush */
 } text_stream;
+
+/* Puts closer together than this share one flush (one write(2): ~1-2 µs,
+ * a few % of a small model's decode step), so a reader sees the text at
+ * most this much (plus one step) late. */
+#define STREAM_FLUSH_NS 4000000LL
 
 void stream_init(text_stream *s, FILE *f);
 /* Writes p[len] (after any held bytes) up to the last complete character,
- * and flushes. */
+ * and flushes unless the last flush was under STREAM_FLUSH_NS ago. */
 void stream_put(text_stream *s, const char *p, size_t len);
 /* Writes whatever is still held (a character that cannot be finished now)
  * and flushes. */
