@@ -532,6 +532,7 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
         }
         sink k = {.to_stdout = text_stdout(o)};
         stream_init(&k.ts, stdout);
+        k.ts.flush_ns = STREAM_FLUSH_NS;
         stop_filter sf;
         cont c = {0};
         c.prev = n_prompt > 0 ? pids[n_prompt - 1] : -1;

@@ -17,6 +17,7 @@ void stream_init(text_stream *s, FILE *f) {
     s->f = f;
     s->n = 0;
     s->flushed_ns = 0;
+    s->flush_ns = 0;
 }
 
 void stream_put(text_stream *s, const char *p, size_t len) {
@@ -37,8 +38,12 @@ void stream_put(text_stream *s, const char *p, size_t len) {
     fwrite(p, 1, ok, s->f);
     memcpy(s->held + s->n, p + ok, len - ok); /* <= 3 bytes, and s->n == 0 here */
     s->n += len - ok;
+    if (s->flush_ns <= 0) {
+        fflush(s->f);
+        return;
+    }
     long long t = now_ns();
-    if (t - s->flushed_ns >= STREAM_FLUSH_NS) {
+    if (t - s->flushed_ns >= s->flush_ns) {
         fflush(s->f);
         s->flushed_ns = t;
     }
