@@ -80,7 +80,7 @@ static inline vf vsum_halves(const vf a[VL / 2]) {
 }
 /* lanes 0-3 = p[0], lanes 4-7 = p[1] */
 static inline vf vbcast_pair(const float *p) {
-    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)p))),
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))),
                                     _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
 }
 /* lanes 0-3 = the low half + the high half */

@@ -97,7 +97,7 @@ static inline vf vsum_halves(const vf a[VL / 2]) {
 /* lanes 0-7 = p[0], lanes 8-15 = p[1] */
 static inline vf vbcast_pair(const float *p) {
     const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)p))));
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))));
 }
 /* lanes 0-7 = the low half + the high half (the upper lanes: the same sums) */
 static inline vf vfold_halves(vf x) { return _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E)); }
