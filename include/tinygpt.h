@@ -387,6 +387,11 @@ tinygpt_status tinygpt_gen_start_text(tinygpt *m, const char *text, size_t len,
 tinygpt_status tinygpt_gen_next(tinygpt_gen *g, tinygpt_token *t);
 /* Ends it early (reason TINYGPT_STOP_CALLER unless it had ended). */
 void tinygpt_gen_stop(tinygpt_gen *g);
+/* on 0: later tokens come without their log-probability (t->logprob NaN),
+ * which skips a log-softmax over the vocabulary per token (V exps in
+ * double: most of a tiny model's step beyond its forward pass); with
+ * top_logprobs > 0 they are computed anyway. 1 (the default): with it. */
+void tinygpt_gen_set_logprobs(tinygpt_gen *g, int on);
 void tinygpt_gen_result(const tinygpt_gen *g, tinygpt_generate_result *res);
 void tinygpt_gen_free(tinygpt_gen *g);
 

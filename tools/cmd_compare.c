@@ -233,9 +233,12 @@ static void print_json(side *sd[2], int N, int do_agree, const tg_agreement *ag,
         int H = c->n_head;
         printf("%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", s->name);
         json_str(s->path);
+        size_t kvt = tg_gpt_kv_bytes_per_token(s->rc.gpt);
         printf(", \"n_layer\": %d, \"n_head\": %d, \"head_size\": %d, \"n_embd\": %d, "
-               "\"n_ctx\": %d, \"n_vocab\": %d, \"n_params\": %zu, ",
-               c->n_layer, H, c->n_embd / H, c->n_embd, c->n_ctx, c->n_vocab, s->n_params);
+               "\"n_ctx\": %d, \"n_vocab\": %d, \"n_params\": %zu, \"n_kv_head\": %d, "
+               "\"kv_bytes_per_token\": %zu, \"kv_bytes_per_context\": %zu, ",
+               c->n_layer, H, tg_config_head_dim(c), c->n_embd, c->n_ctx, c->n_vocab, s->n_params,
+               tg_config_n_kv_head(c), kvt, kvt * (size_t)c->n_ctx);
         printf("\"quality\": {\"tokens\": %zu, \"bytes\": %zu, ", s->q.tokens, s->q.bytes);
         jnum("nats_per_token", s->q.nats_per_token, 1);
         jnum("perplexity", s->q.perplexity, 1);
@@ -262,7 +265,8 @@ static void print_json(side *sd[2], int N, int do_agree, const tg_agreement *ag,
             for (int h = 0; h < H; h++) {
                 const tg_head_result *r = &s->ha.heads[l * H + h];
                 const tg_head_stats *hs = &r->stats;
-                printf("%s{\"layer\": %d, \"head\": %d, ", l || h ? ", " : "", l, h);
+                printf("%s{\"layer\": %d, \"head\": %d, \"kv_head\": %d, ", l || h ? ", " : "", l, h,
+                       r->kv_head);
                 jnum("entropy", hs->entropy, 1);
                 jnum("confidence", hs->confidence, 1);
                 jnum("sink", hs->sink, 1);

@@ -107,14 +107,20 @@ def quant_act(x):
 U16 = 2.0 ** -11  # IEEE half unit roundoff
 
 
-def reference(w, s, tokens, mask=None, q8=False, kv16=False, stats=None):
-    """Logits [N, V], attention weights [L, H, N, N], per-row scale. kv16:
-    K (after RoPE) and V rounded to IEEE half as an f16 KV cache stores
-    them (float64 -> float32 -> half, each to nearest even). stats: a dict
-    given "score_abs", the largest Σ|q_i k_i| / sqrt(HS) of any causal
-    (query, key) pair."""
+def reference(w, s, tokens, mask=None, q8=False, q8_out=None, kv16=False, stats=None):
+    """Logits [N, V], attention weights [L, H, N, N], per-row scale. q8:
+    every matmul input quantized to Q8_0 as the engine does for integer
+    weights (or a set of the matmuls whose inputs are: "qkv", "wo", "w13",
+    "w2" in every layer, or (name, layer) in one); q8_out (default:
+    bool(q8)) the same for the classifier's. kv16: K (after RoPE) and V
+    rounded to IEEE half as an f16 KV cache stores them (float64 -> float32
+    -> half, each to nearest even). stats: a dict given "score_abs", the
+    largest Σ|q_i k_i| / sqrt(HS) of any causal (query, key) pair."""
     name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
-    qa = quant_act if q8 else (lambda t: t)
+    qsel = set(q8) if isinstance(q8, (set, frozenset)) else ({"qkv", "wo", "w13", "w2"} if q8 else set())
+
+    def qa_of(key, l):
+        return quant_act if key in qsel or (key, l) in qsel else (lambda t: t)
     N, G, half = len(tokens), H // KVH, D // 2
     pos = torch.arange(N, dtype=torch.float64)
     inv = theta ** (-torch.arange(half, dtype=torch.float64) * 2.0 / D)
@@ -132,7 +138,7 @@ def reference(w, s, tokens, mask=None, q8=False, kv16=False, stats=None):
     causal = torch.ones(N, N, dtype=torch.bool).tril()
     probs = []
     for l, y in enumerate(w["layers"]):
-        h = qa(rms(x, y["attn_norm"]))
+        h = qa_of("qkv", l)(rms(x, y["attn_norm"]))
         q = F.linear(h, d64(y["wq"])).view(N, H, HS).transpose(0, 1)
         k = F.linear(h, d64(y["wk"])).view(N, KVH, HS).transpose(0, 1)
         v = F.linear(h, d64(y["wv"])).view(N, KVH, HS).transpose(0, 1)
@@ -151,11 +157,11 @@ def reference(w, s, tokens, mask=None, q8=False, kv16=False, stats=None):
             for (ml, mh) in mask:
                 if ml == l:
                     o[mh] = 0.0
-        x = x + F.linear(qa(o.transpose(0, 1).reshape(N, H * HS)), d64(y["wo"]))
-        h = qa(rms(x, y["ffn_norm"]))
+        x = x + F.linear(qa_of("wo", l)(o.transpose(0, 1).reshape(N, H * HS)), d64(y["wo"]))
+        h = qa_of("w13", l)(rms(x, y["ffn_norm"]))
         m = F.silu(F.linear(h, d64(y["w1"]))) * F.linear(h, d64(y["w3"]))
-        x = x + F.linear(qa(m), d64(y["w2"]))
-    xf = qa(rms(x, w["out_norm"]))
+        x = x + F.linear(qa_of("w2", l)(m), d64(y["w2"]))
+    xf = (quant_act if (bool(q8) if q8_out is None else q8_out) else (lambda t: t))(rms(x, w["out_norm"]))
     logits = F.linear(xf, d64(w["output"]))
     scale = torch.matmul(xf.abs(), d64(w["output"]).abs().T).max(dim=1).values
     return logits.numpy(), torch.stack(probs).numpy(), scale.numpy()
