@@ -86,6 +86,8 @@ typedef struct tinygpt_options {
     int n_threads;   /* worker threads, >= 1 (default 1) */
     const char *isa; /* "scalar", "avx2", "avx512", "neon", or NULL: the best */
     int n_ctx;       /* KV cache length; 0 (default): the model's context */
+    const char *kv_type; /* KV cache elements: "f32" or NULL (default), or "f16"
+                            (half the bytes; attention widens them as it reads) */
 } tinygpt_options;
 
 void tinygpt_options_init(tinygpt_options *o);

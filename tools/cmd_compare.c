@@ -83,6 +83,7 @@ static void help(FILE *f) {
             "                      this CPU supports)\n"
             "  --no-check          do not scan the weights for NaN/inf at load (huge files; a\n"
             "                      non-finite logit still stops the run)\n"
+            "  --kv-type TYPE      KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "Two models trained with train --task get the task comparison instead (-n N,\n"
             "--seed S).\n"
             "\n%s",
@@ -355,6 +356,7 @@ int cmd_compare(int argc, char **argv) {
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
         {RUN_OPT_NO_CHECK(&ro.no_check)},
+        {RUN_OPT_KV_TYPE(&ro.kv_type)},
         {CLI_ARGS(take_model, paths), .n = &n_paths},
         {0},
     };

@@ -18,6 +18,7 @@
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
+#include "tools/run.h"
 
 #define CMD "profile"
 enum { MAX_SWEEP = 64 };
@@ -33,6 +34,7 @@ typedef struct profile_args {
     long sweep[MAX_SWEEP];
     int n_sweep;
     int no_check;
+    const char *kv_type; /* --kv-type, NULL: f32 */
 } profile_args;
 
 /* What every column of the text tables means: under the tables and in --help. */
@@ -95,6 +97,7 @@ static void usage_text(FILE *f) {
             "  --seed N              seed of the random prompt tokens and of the sampler,\n"
             "                        [0, 2^62] (default 0)\n"
             "  --no-check            do not scan the weights for NaN/inf at load\n"
+            "  --kv-type TYPE        KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "\n");
     fputs(op_legend, f);
     fputs("--ctx-sweep ", f);
@@ -117,6 +120,7 @@ static int parse_args(int argc, char **argv, profile_args *a) {
         {CLI_STR("-m", "--model", &a->model)},
         {CLI_STR("--isa", NULL, &a->isa)},
         {CLI_FLAG("--no-check", NULL, &a->no_check, 1)},
+        {CLI_STR("--kv-type", NULL, &a->kv_type)},
         {CLI_STR("-p", "--prompt", &a->prompt)},
         {CLI_STR("--trace", NULL, &a->trace)},
         {CLI_INT("--prompt-tokens", NULL, &a->prompt_tokens, 1, 1 << 20)},
@@ -496,6 +500,8 @@ int cmd_profile(int argc, char **argv) {
     }
     tg_err err;
     tg_isa isa;
+    tg_wtype kv_type;
+    if ((rc = run_kv_type(CMD, a.kv_type, &kv_type))) return rc;
     tg_gpt2_model m;
     if ((rc = perf_load(CMD, a.isa, a.model, a.no_check, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
@@ -537,7 +543,8 @@ int cmd_profile(int argc, char **argv) {
         }
     }
 
-    tg_gpt_opts opts = {.n_threads = (int)a.threads, .isa = tg_isa_name(isa), .n_ctx = 0};
+    tg_gpt_opts opts = {.n_threads = (int)a.threads, .isa = tg_isa_name(isa), .n_ctx = 0,
+                        .kv_type = kv_type};
     tg_gpt *g = NULL;
     tg_profile prof = {0};
     sweep_row *sweep = NULL;

@@ -38,7 +38,8 @@ def load():
 
 
 class Options(C.Structure):
-    _fields_ = [("n_threads", C.c_int), ("isa", C.c_char_p), ("n_ctx", C.c_int)]
+    _fields_ = [("n_threads", C.c_int), ("isa", C.c_char_p), ("n_ctx", C.c_int),
+                ("kv_type", C.c_char_p)]
 
 
 class Sampling(C.Structure):

@@ -1299,6 +1299,7 @@ static void help(FILE *f) {
             "                      (default 1M)\n"
             "  --max-tokens N      largest max_tokens a request may ask for, [1, 1000000]\n"
             "                      (default 4096)\n"
+            "  --kv-type TYPE      KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "\n"
             "Serves POST /v1/completions (OpenAI's fields, streamed as server-sent events\n"
             "with \"stream\": true, plus top_k, min_p, repeat_penalty), GET /v1/models,\n"
@@ -1362,7 +1363,7 @@ static void close_models(server *s) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *host = "127.0.0.1", *api_key = NULL;
+    const char *host = "127.0.0.1", *api_key = NULL, *kv_type = NULL;
     int port = 8080, threads = 1, parallel = 1, queue = 16, max_tokens = 4096;
     n_models_arg = 0;
     g_max_body = (size_t)1 << 20;
@@ -1376,11 +1377,14 @@ int cmd_serve(int argc, char **argv) {
         {CLI_STR("--api-key", NULL, &api_key)},
         {CLI_CALL("--max-body", NULL, parse_body, NULL)},
         {CLI_INT("--max-tokens", NULL, &max_tokens, 1, 1000000)},
+        {CLI_STR("--kv-type", NULL, &kv_type)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
     if (api_key && !*api_key) return cli_usage(CMD, "--api-key must not be empty");
+    if (kv_type && strcmp(kv_type, "f32") && strcmp(kv_type, "f16"))
+        return cli_usage(CMD, "--kv-type: '%s' is not one of f32, f16", kv_type);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
         return cli_usage(CMD, "--host must be an IPv4 address such as 127.0.0.1, not '%s'", host);
@@ -1410,6 +1414,7 @@ int cmd_serve(int argc, char **argv) {
     tinygpt_options mo;
     tinygpt_options_init(&mo);
     mo.n_threads = threads / parallel > 0 ? threads / parallel : 1;
+    mo.kv_type = kv_type;
     int code = EXIT_OK;
     for (int i = 0; i < n_models_arg; i++) {
         model_entry *me = &s.models[s.n_models];
