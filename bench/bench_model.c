@@ -175,6 +175,7 @@ static void free_model(bench_model *b) {
  * file pages come in large folios here (FileHugePages), which stream from
  * DRAM ~25% faster than the 4 KB anonymous pages of a malloc'd model. */
 static int small_pages; /* --small-pages: keep the malloc'd model (4 KB pages) */
+static tg_wtype kv_type;  /* --kv-type f16: the KV cache in IEEE half (default f32) */
 
 
 /* what the matrices' real types add to opcount's f32 weight bytes */
@@ -209,7 +210,7 @@ static int reload_via_gguf(bench_model *b) {
 static tg_gpt *make_gpt(bench_model *b, int threads, const char *isa) {
     tg_gpt *g;
     tg_err err;
-    tg_gpt_opts o = {threads, isa, 0};
+    tg_gpt_opts o = {threads, isa, 0, kv_type};
     if (tg_gpt_create(&g, &b->m, &o, &err)) {
         fprintf(stderr, "bench_model: %s\n", err.msg);
         exit(1);
@@ -470,6 +471,14 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--small-pages")) small_pages = 1;
+        else if (!strcmp(argv[i], "--kv-type") && i + 1 < argc) {
+            const char *kv = argv[++i];
+            if (strcmp(kv, "f32") && strcmp(kv, "f16")) {
+                fprintf(stderr, "bench_model: --kv-type: '%s' is not f32 or f16\n", kv);
+                return 2;
+            }
+            kv_type = strcmp(kv, "f16") ? TG_WTYPE_F32 : TG_WTYPE_F16;
+        }
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
@@ -482,7 +491,7 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2 | --model FILE] "
-                            "[-t 1,2] [--isa ISA] [--small-pages] [--dtype f32,q8_0,...]\n");
+                            "[-t 1,2] [--isa ISA] [--small-pages] [--dtype f32,q8_0,...] [--kv-type f32|f16]\n");
             return 2;
         }
     }

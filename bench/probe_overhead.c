@@ -141,7 +141,7 @@ static double generate(variant *v, const tg_gpt2_model *m, int *tokens, float *l
      * variants get the same KV cache and scratch addresses from malloc, so
      * no variant is stuck with a worse memory layout for a whole run. */
     tg_err err;
-    tg_gpt_opts o = {1, NULL, 0};
+    tg_gpt_opts o = {1, NULL, 0, TG_WTYPE_F32};
     if (v->lib->create(&v->g, m, &o, &err)) die(&err);
     if (v->prof) v->lib->set_probe(v->g, tg_profiler_probe(v->prof));
     const tg_gpt2_config *c = v->lib->config(v->g);

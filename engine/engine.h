@@ -302,7 +302,26 @@ typedef struct tg_kernels {
      * weights on return. G == 1 is attn_decode with ldk == hs. */
     void (*attn_decode_gqa)(float *o, float *p, const float *q, const float *k,
                             const float *v, int n_pos, int hs, int g, float scale);
+
+    /* ---- The f16 KV cache ---------------------------------------------------
+     * The same contracts as attn_decode_gqa and attn_prefill (head-major
+     * rows, ldk == hs) with K and V stored as IEEE half: the kernels widen
+     * them to f32 TG_KV16_BLOCK keys at a time into ws (TG_KV16_WS(hs)
+     * floats of caller scratch) and run the f32 code on the block, so a
+     * SIMD result is bit-identical to its f32 kernel on the widened K/V
+     * (for G == 1 on attn_decode_gqa's chunking). */
+    void (*attn_decode_gqa_f16)(float *o, float *p, const float *q, const uint16_t *k,
+                                const uint16_t *v, int n_pos, int hs, int g, float scale,
+                                float *ws);
+    void (*attn_prefill_f16)(float *o, const float *q, const uint16_t *k, const uint16_t *v,
+                             int T, int pos0, int hs, int ldq, int ldo, float scale, float *ws);
+    /* y[N] = x[N] as IEEE half, round to nearest even (tg_f32_to_f16's
+     * values; a NaN stays a NaN): keys and values into an f16 cache. */
+    void (*f32_to_f16)(uint16_t *y, const float *x, int n);
 } tg_kernels;
+
+#define TG_KV16_BLOCK 64 /* keys per widened block of an f16 KV cache */
+#define TG_KV16_WS(hs) (2 * (size_t)TG_KV16_BLOCK * (size_t)(hs))
 
 #define TG_SUMSQ_BLOCK 1024
 

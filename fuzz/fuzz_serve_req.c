@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (int i = 0; i < r.n_models; i++) check(r.models[i] != NULL);
             check(r.n_models < 2 || strcmp(r.models[0], r.models[1]));
             check(r.window == 0 || r.window >= 2);
-            check(r.head_tokens >= 2 && r.head_tokens <= SERVE_MAX_COMPARE_TOKENS);
+            check(r.head_tokens >= 2 && r.head_tokens <= SERVE_MAX_HEAD_TOKENS);
             check(r.seed <= 0x7fffffffu);
             serve_compare_free(&r);
         } else {

@@ -86,6 +86,8 @@ typedef struct tinygpt_options {
     int n_threads;   /* worker threads, >= 1 (default 1) */
     const char *isa; /* "scalar", "avx2", "avx512", "neon", or NULL: the best */
     int n_ctx;       /* KV cache length; 0 (default): the model's context */
+    const char *kv_type; /* KV cache elements: "f32" or NULL (default), or "f16"
+                            (half the bytes; attention widens them as it reads) */
 } tinygpt_options;
 
 void tinygpt_options_init(tinygpt_options *o);
@@ -385,6 +387,11 @@ tinygpt_status tinygpt_gen_start_text(tinygpt *m, const char *text, size_t len,
 tinygpt_status tinygpt_gen_next(tinygpt_gen *g, tinygpt_token *t);
 /* Ends it early (reason TINYGPT_STOP_CALLER unless it had ended). */
 void tinygpt_gen_stop(tinygpt_gen *g);
+/* on 0: later tokens come without their log-probability (t->logprob NaN),
+ * which skips a log-softmax over the vocabulary per token (V exps in
+ * double: most of a tiny model's step beyond its forward pass); with
+ * top_logprobs > 0 they are computed anyway. 1 (the default): with it. */
+void tinygpt_gen_set_logprobs(tinygpt_gen *g, int on);
 void tinygpt_gen_result(const tinygpt_gen *g, tinygpt_generate_result *res);
 void tinygpt_gen_free(tinygpt_gen *g);
 

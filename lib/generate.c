@@ -21,6 +21,7 @@ struct tinygpt_gen {
     tinygpt *m;
     int V, C, eos, keep, max_tokens, ignore_eos, n_top;
     int bos; /* a sampled BOS ends the text too (llama2.c's stories end with it) */
+    int no_logprob; /* tinygpt_gen_set_logprobs(g, 0): skip the normaliser */
     tg_sampler *smp;
     float *logits;          /* [V] the next token's logits */
     int *text_ids;          /* [C + n] scratch for a context crop */
@@ -73,6 +74,10 @@ static int reserve(char **buf, size_t *cap, size_t n) {
     *buf = b;
     *cap = c;
     return 0;
+}
+
+void tinygpt_gen_set_logprobs(tinygpt_gen *g, int on) {
+    if (g) g->no_logprob = !on;
 }
 
 void tinygpt_gen_free(tinygpt_gen *g) {
@@ -347,11 +352,14 @@ tinygpt_status tinygpt_gen_next(tinygpt_gen *g, tinygpt_token *t) {
     }
     tg_sampler_accept(g->smp, tok);
     /* log-softmax normaliser in double, as the command's --json */
-    const float *l = g->logits;
-    double mx = -INFINITY, sum = 0;
-    for (int i = 0; i < g->V; i++) mx = l[i] > mx ? l[i] : mx;
-    for (int i = 0; i < g->V; i++) sum += exp((double)l[i] - mx);
-    double lse = mx + log(sum);
+    double lse = NAN;
+    if (!g->no_logprob || g->n_top > 0) {
+        const float *l = g->logits;
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < g->V; i++) mx = l[i] > mx ? l[i] : mx;
+        for (int i = 0; i < g->V; i++) sum += exp((double)l[i] - mx);
+        lse = mx + log(sum);
+    }
     memset(t, 0, sizeof *t);
     t->id = tok;
     t->index = g->res.n_tokens;

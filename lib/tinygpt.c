@@ -48,7 +48,7 @@ struct tinygpt {
 const char *tinygpt_status_str(tinygpt_status s) { return tg_status_str((tg_status)s); }
 const char *tinygpt_version(void) { return TINYGPT_VERSION; }
 
-void tinygpt_options_init(tinygpt_options *o) { *o = (tinygpt_options){1, NULL, 0}; }
+void tinygpt_options_init(tinygpt_options *o) { *o = (tinygpt_options){1, NULL, 0, NULL}; }
 
 void tinygpt_sampling_init(tinygpt_sampling *s) {
     tg_sampler_params p = tg_sampler_defaults();
@@ -190,9 +190,14 @@ tinygpt_status tinygpt_open(tinygpt **out, const char *path, const tinygpt_optio
     }
     tg_status s;
     tg_sampler_params sp = tg_sampler_defaults();
-    tg_gpt_opts go = {opts->n_threads, opts->isa, opts->n_ctx};
+    tg_gpt_opts go = {opts->n_threads, opts->isa, opts->n_ctx, TG_WTYPE_F32};
+    int kv_ok = !opts->kv_type || !strcmp(opts->kv_type, "f32") || !strcmp(opts->kv_type, "f16");
+    if (kv_ok && opts->kv_type && !strcmp(opts->kv_type, "f16")) go.kv_type = TG_WTYPE_F16;
     if (!path) {
         s = tg_fail(&m->err, TG_ERR_ARG, "tinygpt: no model path");
+    } else if (!kv_ok) {
+        s = tg_fail(&m->err, TG_ERR_ARG, "tinygpt: kv_type '%.40s' is not one of f32, f16",
+                    opts->kv_type);
     } else if (!(s = tg_model_load(&m->model, path, 0, &m->err)) &&
                !(s = tg_tokenizer_create(&m->tok, &m->model.vocab, &m->err)) &&
                !(s = tg_gpt_create(&m->gpt, &m->model, &go, &m->err))) {

@@ -149,7 +149,7 @@ tg_status tg_task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, 
                             tg_task_seq_fn fn, void *user, tg_err *err);
 
 typedef struct tg_task_head_result {
-    int layer, head, kv_head;      /* kv_head = head today */
+    int layer, head, kv_head;      /* kv_head: the KV head it reads, head / (H / KVH) */
     /* at the queries that predict an answer, means over them: the weight on
      * each item of the answer (copy tasks: [0] the source position, [1] the
      * one before it), and how often the item got the most weight among items */

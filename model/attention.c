@@ -33,13 +33,30 @@ static size_t kv_at(const tg_gpt *g, int l, int h, int group) {
     return ((size_t)l * g->n_kv_head + (size_t)(h / group)) * g->n_ctx * g->head_dim;
 }
 
+/* f16 cache: thread ith's widening scratch (TG_KV16_WS(HS) floats), then
+ * room for a whole head's K and V widened ([2, C, HS]). */
+static float *kv16_ws(const tg_gpt *g, int ith) {
+    return g->kv_ws + (size_t)ith * (TG_KV16_WS(g->head_dim) + 2 * (size_t)g->n_ctx * g->head_dim);
+}
+
 /* Head h, queries t0..t1-1, unfused: scores, softmax, mix per query. */
 static void attend_probed(const attn_job *j, int h, int t0, int t1, int ith) {
     tg_gpt *g = j->g;
     const tg_kernels *k = &g->eng.k;
     int HS = g->head_dim, ldo = g->cfg.n_head * HS, l = j->layer;
     size_t at = kv_at(g, l, h, j->group); /* head-major cache */
-    const float *kc = g->k_cache + at, *vc = g->v_cache + at;
+    const float *kc, *vc;
+    if (g->kv_type != TG_WTYPE_F16) {
+        kc = g->k_cache + at, vc = g->v_cache + at;
+    } else { /* the head widened once, inside the scores' time */
+        int n = j->pos + t1; /* keys the last query sees */
+        float *kw = kv16_ws(g, ith) + TG_KV16_WS(HS), *vw = kw + (size_t)g->n_ctx * HS;
+        tg_probe_begin(g, TG_OP_ATTN_SCORES, l, h, ith);
+        k->dequant[TG_WTYPE_F16](kw, g->k_h + at, n * HS);
+        k->dequant[TG_WTYPE_F16](vw, g->v_h + at, n * HS);
+        tg_probe_end(g, TG_OP_ATTN_SCORES, l, h, ith);
+        kc = kw, vc = vw;
+    }
     float *p = g->p + (size_t)ith * j->group * g->n_ctx;
     /* One chain of spans per work item: each op ends where the next begins,
      * so the probe's own cost between them is not left outside every op. */
@@ -70,9 +87,19 @@ static void attend_fused(const attn_job *j, int h, int t0, int t1, int ith) {
     const tg_kernels *k = &g->eng.k;
     int HS = g->head_dim, ldo = g->cfg.n_head * HS;
     size_t at = kv_at(g, j->layer, h, j->group);
-    const float *kc = g->k_cache + at, *vc = g->v_cache + at;
     const float *q = j->q + (size_t)t0 * j->ldq + (size_t)h * HS;
     float *o = g->att + (size_t)t0 * ldo + (size_t)h * HS;
+    if (g->kv_type == TG_WTYPE_F16) {
+        const uint16_t *kh = g->k_h + at, *vh = g->v_h + at;
+        if (j->T == 1)
+            k->attn_decode_gqa_f16(o, g->p + (size_t)ith * j->group * g->n_ctx, q, kh, vh,
+                                   j->pos + 1, HS, 1, j->scale, kv16_ws(g, ith));
+        else
+            k->attn_prefill_f16(o, q, kh, vh, t1 - t0, j->pos + t0, HS, j->ldq, ldo, j->scale,
+                                kv16_ws(g, ith));
+        return;
+    }
+    const float *kc = g->k_cache + at, *vc = g->v_cache + at;
     if (j->T == 1)
         k->attn_decode(o, g->p + (size_t)ith * j->group * g->n_ctx, q, kc, vc, j->pos + 1, HS, HS,
                        j->scale);
@@ -87,6 +114,13 @@ static void attn_group_range(void *ctx, int i0, int i1, int ith) {
     int HS = g->head_dim, G = j->group;
     for (int kh = i0; kh < i1; kh++) {
         size_t at = kv_at(g, j->layer, kh * G, G);
+        if (g->kv_type == TG_WTYPE_F16) {
+            g->eng.k.attn_decode_gqa_f16(g->att + (size_t)kh * G * HS,
+                                         g->p + (size_t)ith * G * g->n_ctx, j->q + (size_t)kh * G * HS,
+                                         g->k_h + at, g->v_h + at, j->pos + 1, HS, G, j->scale,
+                                         kv16_ws(g, ith));
+            continue;
+        }
         g->eng.k.attn_decode_gqa(g->att + (size_t)kh * G * HS, g->p + (size_t)ith * G * g->n_ctx,
                                  j->q + (size_t)kh * G * HS, g->k_cache + at, g->v_cache + at,
                                  j->pos + 1, HS, G, j->scale);

@@ -92,7 +92,7 @@ int tg_view_ok(const tg_weight *v, int rows, int cols) {
 tg_status tg_gpt_create(tg_gpt **out, const tg_model *m, const tg_gpt_opts *opts,
                         tg_err *err) {
     *out = NULL;
-    tg_gpt_opts def = {1, NULL, 0};
+    tg_gpt_opts def = {1, NULL, 0, TG_WTYPE_F32};
     if (!opts) opts = &def;
     if ((unsigned)m->cfg.arch >= TG_ARCH_COUNT)
         return tg_fail(err, TG_ERR_ARG, "gpt: unknown architecture %d", (int)m->cfg.arch);
@@ -108,6 +108,9 @@ tg_status tg_gpt_create(tg_gpt **out, const tg_model *m, const tg_gpt_opts *opts
     if (opts->n_ctx < 0 || opts->n_ctx > m->cfg.n_ctx)
         return tg_fail(err, TG_ERR_RANGE, "gpt: context %d requested, the model has %d",
                        opts->n_ctx, m->cfg.n_ctx);
+    if (opts->kv_type != TG_WTYPE_F32 && opts->kv_type != TG_WTYPE_F16)
+        return tg_fail(err, TG_ERR_ARG, "gpt: a KV cache of type %s (allowed f32, f16)",
+                       tg_wtype_name(opts->kv_type));
     tg_isa isa;
     if ((s = tg_isa_select(opts->isa, &isa, err))) return s;
 
@@ -129,10 +132,21 @@ tg_status tg_gpt_create(tg_gpt **out, const tg_model *m, const tg_gpt_opts *opts
     size_t cache = (size_t)g->cfg.n_layer * (size_t)g->n_ctx * (size_t)g->n_kv_head *
                    (size_t)g->head_dim;
     size_t group = (size_t)(g->cfg.n_head / g->n_kv_head);
-    g->k_cache = alloc_floats(cache);
-    g->v_cache = alloc_floats(cache);
+    g->kv_type = opts->kv_type;
+    int kv_ok;
+    if (g->kv_type == TG_WTYPE_F16) { /* halves: two per float of the allocation */
+        g->k_h = (uint16_t *)alloc_floats((cache + 1) / 2);
+        g->v_h = (uint16_t *)alloc_floats((cache + 1) / 2);
+        g->kv_ws = alloc_floats((size_t)g->n_threads *
+                                (TG_KV16_WS(g->head_dim) + 2 * (size_t)g->n_ctx * g->head_dim));
+        kv_ok = g->k_h && g->v_h && g->kv_ws;
+    } else {
+        g->k_cache = alloc_floats(cache);
+        g->v_cache = alloc_floats(cache);
+        kv_ok = g->k_cache && g->v_cache;
+    }
     g->p = alloc_floats((size_t)g->n_threads * group * (size_t)g->n_ctx);
-    if (!g->k_cache || !g->v_cache || !g->p) {
+    if (!kv_ok || !g->p) {
         s = tg_fail(err, TG_ERR_NOMEM, "gpt: out of memory for a %d-position KV cache",
                     g->n_ctx);
         goto fail;
@@ -152,6 +166,9 @@ void tg_gpt_free(tg_gpt *g) {
     free_activations(g);
     free(g->k_cache);
     free(g->v_cache);
+    free(g->k_h);
+    free(g->v_h);
+    free(g->kv_ws);
     free(g->p);
     free(g->xq);
     free(g->head_mask);
@@ -162,9 +179,13 @@ const tg_gpt2_config *tg_gpt_config(const tg_gpt *g) { return &g->cfg; }
 const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g) { return &g->w; }
 const tg_model *tg_gpt_model(const tg_gpt *g) { return g->model; }
 tg_arch tg_gpt_arch(const tg_gpt *g) { return g->cfg.arch; }
+/* bytes of one cache element */
+static size_t kv_elem(const tg_gpt *g) { return g->kv_type == TG_WTYPE_F16 ? 2 : sizeof(float); }
+
 size_t tg_gpt_kv_bytes_per_token(const tg_gpt *g) {
-    return (size_t)g->cfg.n_layer * 2 * (size_t)g->n_kv_head * (size_t)g->head_dim * sizeof(float);
+    return (size_t)g->cfg.n_layer * 2 * (size_t)g->n_kv_head * (size_t)g->head_dim * kv_elem(g);
 }
+tg_wtype tg_gpt_kv_type(const tg_gpt *g) { return g->kv_type; }
 size_t tg_gpt_kv_bytes(const tg_gpt *g) { return tg_gpt_kv_bytes_per_token(g) * (size_t)g->n_ctx; }
 const tg_engine *tg_gpt_engine(const tg_gpt *g) { return &g->eng; }
 tg_pool *tg_gpt_pool(tg_gpt *g) { return g->pool; }
@@ -183,34 +204,62 @@ tg_status tg_gpt_truncate(tg_gpt *g, int n_pos, tg_err *err) {
 
 struct tg_kv_snapshot {
     int n_layer, n_head, head_size, n_pos; /* n_head: the KV heads */
-    float *k, *v; /* [L, KVH, P, HS] */
+    float *k, *v; /* [L, KVH, P, HS] f32 (NULL when f16) */
+    tg_wtype type; /* of the cache it was taken from, which it keeps */
+    uint16_t *kh, *vh; /* [L, KVH, P, HS] IEEE half (NULL when f32) */
 };
 
 /* Copies P positions of every (layer, head) stream between caches whose
- * stream lengths (positions between two heads' starts) are cd and cs. */
-static void copy_streams(float *dst, int cd, const float *src, int cs, int LH, int P, int HS) {
+ * stream lengths (positions between two heads' starts) are cd and cs;
+ * elements of es bytes. */
+static void copy_streams(void *dst, int cd, const void *src, int cs, int LH, int P, int HS,
+                         size_t es) {
     for (int i = 0; i < LH; i++)
-        memcpy(dst + (size_t)i * cd * HS, src + (size_t)i * cs * HS,
-               (size_t)P * HS * sizeof(float));
+        memcpy((char *)dst + (size_t)i * cd * HS * es, (const char *)src + (size_t)i * cs * HS * es,
+               (size_t)P * HS * es);
+}
+
+/* The same between an f16 and an f32 cache: each stream widened or rounded
+ * (round to nearest even) on the way. */
+static void convert_streams(tg_gpt *g, void *dst, int cd, const void *src, int cs, int LH, int P,
+                            int HS, int to_f16) {
+    for (int i = 0; i < LH; i++) {
+        size_t od = (size_t)i * cd * HS, os = (size_t)i * cs * HS, n = (size_t)P * HS;
+        if (to_f16)
+            g->eng.k.f32_to_f16((uint16_t *)dst + od, (const float *)src + os, (int)n);
+        else
+            g->eng.k.dequant[TG_WTYPE_F16]((float *)dst + od, (const uint16_t *)src + os, (int)n);
+    }
 }
 
 tg_status tg_gpt_snapshot(const tg_gpt *g, tg_kv_snapshot **out, tg_err *err) {
     *out = NULL;
     tg_kv_snapshot *s = calloc(1, sizeof *s);
     int LH = g->cfg.n_layer * g->n_kv_head, HS = g->head_dim;
-    size_t n = (size_t)LH * (size_t)g->n_pos * (size_t)HS;
+    size_t n = (size_t)LH * (size_t)g->n_pos * (size_t)HS, es = kv_elem(g);
+    void *k = NULL, *v = NULL;
     if (s) {
-        s->k = malloc((n ? n : 1) * sizeof(float));
-        s->v = malloc((n ? n : 1) * sizeof(float));
+        k = malloc((n ? n : 1) * es);
+        v = malloc((n ? n : 1) * es);
     }
-    if (!s || !s->k || !s->v) {
-        tg_kv_snapshot_free(s);
+    if (!s || !k || !v) {
+        free(k);
+        free(v);
+        free(s);
         return tg_fail(err, TG_ERR_NOMEM, "gpt: out of memory for a %d-position KV snapshot",
                        g->n_pos);
     }
-    *s = (tg_kv_snapshot){g->cfg.n_layer, g->n_kv_head, HS, g->n_pos, s->k, s->v};
-    copy_streams(s->k, s->n_pos, g->k_cache, g->n_ctx, LH, s->n_pos, HS);
-    copy_streams(s->v, s->n_pos, g->v_cache, g->n_ctx, LH, s->n_pos, HS);
+    *s = (tg_kv_snapshot){g->cfg.n_layer, g->n_kv_head, HS, g->n_pos, NULL, NULL, g->kv_type,
+                          NULL, NULL};
+    if (g->kv_type == TG_WTYPE_F16) {
+        s->kh = k, s->vh = v;
+        copy_streams(s->kh, s->n_pos, g->k_h, g->n_ctx, LH, s->n_pos, HS, es);
+        copy_streams(s->vh, s->n_pos, g->v_h, g->n_ctx, LH, s->n_pos, HS, es);
+    } else {
+        s->k = k, s->v = v;
+        copy_streams(s->k, s->n_pos, g->k_cache, g->n_ctx, LH, s->n_pos, HS, es);
+        copy_streams(s->v, s->n_pos, g->v_cache, g->n_ctx, LH, s->n_pos, HS, es);
+    }
     *out = s;
     return TG_OK;
 }
@@ -224,8 +273,17 @@ tg_status tg_gpt_restore(tg_gpt *g, const tg_kv_snapshot *s, tg_err *err) {
     if (s->n_pos > g->n_ctx)
         return tg_fail(err, TG_ERR_RANGE, "gpt: a %d-position KV snapshot does not fit the "
                        "%d-position context", s->n_pos, g->n_ctx);
-    copy_streams(g->k_cache, g->n_ctx, s->k, s->n_pos, LH, s->n_pos, HS);
-    copy_streams(g->v_cache, g->n_ctx, s->v, s->n_pos, LH, s->n_pos, HS);
+    int h16 = g->kv_type == TG_WTYPE_F16, s16 = s->type == TG_WTYPE_F16;
+    void *gk = h16 ? (void *)g->k_h : (void *)g->k_cache, *gv = h16 ? (void *)g->v_h : (void *)g->v_cache;
+    const void *sk = s16 ? (const void *)s->kh : (const void *)s->k;
+    const void *sv = s16 ? (const void *)s->vh : (const void *)s->v;
+    if (h16 == s16) {
+        copy_streams(gk, g->n_ctx, sk, s->n_pos, LH, s->n_pos, HS, kv_elem(g));
+        copy_streams(gv, g->n_ctx, sv, s->n_pos, LH, s->n_pos, HS, kv_elem(g));
+    } else { /* into a cache of the other type: widened, or rounded to half */
+        convert_streams(g, gk, g->n_ctx, sk, s->n_pos, LH, s->n_pos, HS, h16);
+        convert_streams(g, gv, g->n_ctx, sv, s->n_pos, LH, s->n_pos, HS, h16);
+    }
     g->n_pos = s->n_pos;
     return TG_OK;
 }
@@ -236,6 +294,8 @@ void tg_kv_snapshot_free(tg_kv_snapshot *s) {
     if (!s) return;
     free(s->k);
     free(s->v);
+    free(s->kh);
+    free(s->vh);
     free(s);
 }
 
@@ -345,6 +405,13 @@ void tg_store_kv(tg_gpt *g, int layer, int pos, int T, const float *k, const flo
     size_t KVH = (size_t)g->n_kv_head, HS = (size_t)g->head_dim;
     for (size_t h = 0; h < KVH; h++) {
         size_t at = (((size_t)layer * KVH + h) * g->n_ctx + pos) * HS;
+        if (g->kv_type == TG_WTYPE_F16) {
+            for (int t = 0; t < T; t++) {
+                g->eng.k.f32_to_f16(g->k_h + at + t * HS, k + (size_t)t * ld + h * HS, (int)HS);
+                g->eng.k.f32_to_f16(g->v_h + at + t * HS, v + (size_t)t * ld + h * HS, (int)HS);
+            }
+            continue;
+        }
         float *kc = g->k_cache + at, *vc = g->v_cache + at;
         for (int t = 0; t < T; t++) {
             memcpy(kc + t * HS, k + (size_t)t * ld + h * HS, HS * sizeof(float));

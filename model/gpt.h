@@ -70,6 +70,9 @@ typedef struct tg_gpt_opts {
     int n_threads;      /* >= 1 */
     const char *isa;    /* NULL: $TINYGPT_ISA or the best the CPU has */
     int n_ctx;          /* KV cache length; 0 = the model's context */
+    tg_wtype kv_type;   /* KV cache elements: TG_WTYPE_F32 (0, the default) or
+                           TG_WTYPE_F16 (half the bytes; attention widens
+                           them block by block); any other is TG_ERR_ARG */
 } tg_gpt_opts;
 
 typedef struct tg_gpt tg_gpt; /* engine, pool, weights view, KV cache, scratch */
@@ -89,13 +92,14 @@ const tg_gpt2_config *tg_gpt_config(const tg_gpt *g);
 const tg_gpt2_weights *tg_gpt_weights(const tg_gpt *g);
 const tg_model *tg_gpt_model(const tg_gpt *g);
 tg_arch tg_gpt_arch(const tg_gpt *g);
-/* KV-cache bytes per position (all layers, K and V: 2·L·KVH·HS floats) and
- * for the whole cache (times C). */
+/* KV-cache bytes per position (all layers, K and V: 2·L·KVH·HS elements of
+ * the cache's type) and for the whole cache (times C). */
 size_t tg_gpt_kv_bytes_per_token(const tg_gpt *g);
 size_t tg_gpt_kv_bytes(const tg_gpt *g);
 const tg_engine *tg_gpt_engine(const tg_gpt *g);
 tg_pool *tg_gpt_pool(tg_gpt *g);
 int tg_gpt_n_ctx(const tg_gpt *g); /* C: the KV cache length */
+tg_wtype tg_gpt_kv_type(const tg_gpt *g); /* TG_WTYPE_F32 or TG_WTYPE_F16 */
 
 /* Runs tokens[T] at positions pos..pos+T-1, appending their keys/values to
  * the cache, which must already hold positions 0..pos-1: pos <= P (the

@@ -24,7 +24,12 @@ struct tg_gpt {
      * so a head's decode walks one contiguous stream (which the hardware
      * prefetcher follows far better than HS-wide slices apart). KV head h
      * of layer l, position j is at ((l*KVH + h)*C + j)*HS. */
-    float *k_cache, *v_cache; /* [L, KVH, C, HS] */
+    float *k_cache, *v_cache; /* [L, KVH, C, HS] f32 (NULL when f16) */
+    tg_wtype kv_type;         /* TG_WTYPE_F32 or TG_WTYPE_F16 */
+    uint16_t *k_h, *v_h;      /* [L, KVH, C, HS] IEEE half (NULL when f32) */
+    float *kv_ws;             /* f16: [n_threads, TG_KV16_WS(HS)] widening scratch
+                                 and [n_threads, 2·C·HS] a whole head widened
+                                 for the probed (unfused) path */
     int n_pos;                /* P: positions 0..P-1 of the cache are filled */
 
     /* Activations for up to cap_t tokens (grown on demand, at most C). */

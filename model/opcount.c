@@ -175,23 +175,54 @@ tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b) {
                        a.kv_bytes + b.kv_bytes, a.act_bytes + b.act_bytes};
 }
 
-static void add_typed(const tg_weight *m, double *real, double *f32) {
-    *real += (double)m->rows * (double)m->row_bytes;
-    *f32 += F32 * m->rows * (double)m->cols;
+/* bytes of a typed matrix minus its f32 count */
+static double typed_extra(const tg_weight *m) {
+    return (double)m->rows * (double)m->row_bytes - F32 * (double)m->rows * (double)m->cols;
+}
+
+void tg_typed_bytes_of(const tg_model *m, tg_typed_bytes *out) {
+    *out = (tg_typed_bytes){{0}, {0}};
+    double E = m->cfg.n_embd;
+    if (m->cfg.arch == TG_ARCH_LLAMA) {
+        const tg_llama_weights *w = &m->llama;
+        if (!w->layers) return;
+        out->token[TG_OP_EMBED] = (double)w->tok_embd.row_bytes - F32 * E;
+        out->step[TG_OP_LM_HEAD] = typed_extra(&w->output);
+        for (int l = 0; l < m->cfg.n_layer; l++) {
+            const tg_llama_layer *y = &w->layers[l];
+            out->step[TG_OP_QKV] += typed_extra(&y->wq) + typed_extra(&y->wk) + typed_extra(&y->wv);
+            out->step[TG_OP_ATTN_PROJ] += typed_extra(&y->wo);
+            out->step[TG_OP_MLP_UP] += typed_extra(&y->w1) + typed_extra(&y->w3);
+            out->step[TG_OP_MLP_DOWN] += typed_extra(&y->w2);
+        }
+        return;
+    }
+    const tg_gpt2_weights *w = &m->w;
+    if (!w->layers) return;
+    out->token[TG_OP_EMBED] = (double)w->wte.row_bytes - F32 * E;
+    out->step[TG_OP_LM_HEAD] = typed_extra(&w->lm_head);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const tg_gpt2_layer *y = &w->layers[l];
+        out->step[TG_OP_QKV] += typed_extra(&y->qkv_w);
+        out->step[TG_OP_ATTN_PROJ] += typed_extra(&y->proj_w);
+        out->step[TG_OP_MLP_UP] += typed_extra(&y->up_w);
+        out->step[TG_OP_MLP_DOWN] += typed_extra(&y->down_w);
+    }
+}
+
+tg_opcost tg_opcost_step_typed(const tg_gpt2_config *c, const tg_typed_bytes *tb, tg_op op, int T,
+                               int pos, int n_logits) {
+    tg_opcost k = tg_opcost_step(c, op, T, pos, n_logits);
+    if (tb && op >= 0 && op < TG_OP_COUNT) k.weight_bytes += tb->step[op] + tb->token[op] * T;
+    return k;
 }
 
 double tg_opcost_typed_delta_model(const tg_model *m) {
-    if (m->cfg.arch != TG_ARCH_LLAMA) return tg_opcost_typed_delta(&m->cfg, &m->w);
-    const tg_llama_weights *w = &m->llama;
-    double real = 0, f32 = 0;
-    if (!w->layers) return 0;
-    add_typed(&w->output, &real, &f32);
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        const tg_llama_layer *y = &w->layers[l];
-        const tg_weight *ms[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w1, &y->w3, &y->w2};
-        for (int k = 0; k < 7; k++) add_typed(ms[k], &real, &f32);
-    }
-    return real - f32;
+    tg_typed_bytes tb;
+    tg_typed_bytes_of(m, &tb);
+    double d = 0;
+    for (int op = 0; op < TG_OP_COUNT; op++) d += tb.step[op];
+    return d;
 }
 
 double tg_opcost_typed_delta(const tg_gpt2_config *c, const tg_gpt2_weights *w) {

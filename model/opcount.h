@@ -52,6 +52,21 @@ double tg_opcost_typed_delta(const tg_gpt2_config *c, const tg_gpt2_weights *w);
 /* The same for a model of any architecture (Llama: its seven matrices per
  * block and the classifier). */
 double tg_opcost_typed_delta_model(const tg_model *m);
+
+/* The real bytes of a model's weights per op, where they differ from the
+ * f32 count above (matrices in f16, bf16, q8_0, q4_0): step[op] is added
+ * once per forward step (the op's matrices over all layers: qkv, attn_proj,
+ * mlp_up, mlp_down, lm_head), token[op] once per token (embed: one row of
+ * token_embd in its type). 1-D tensors and position_embd are held as f32
+ * (the loader converts them), as counted. All zero for an all-f32 model. */
+typedef struct tg_typed_bytes {
+    double step[TG_OP_COUNT];
+    double token[TG_OP_COUNT];
+} tg_typed_bytes;
+void tg_typed_bytes_of(const tg_model *m, tg_typed_bytes *out);
+/* tg_opcost_step with the model's real weight bytes (tb NULL: as f32). */
+tg_opcost tg_opcost_step_typed(const tg_gpt2_config *c, const tg_typed_bytes *tb, tg_op op, int T,
+                               int pos, int n_logits);
 tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b);
 tg_opcost tg_opcost_scale(tg_opcost a, double s);
 

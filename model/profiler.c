@@ -56,7 +56,8 @@ struct tg_profiler {
     /* cells[ph][op][layer + 1][head + 1] */
     int n_l, n_h;            /* L + 1, H + 1 */
     cell *cells;
-    tg_opcost cost[TG_PHASE_COUNT][TG_OP_COUNT]; /* Σ steps of tg_opcost_step */
+    tg_opcost cost[TG_PHASE_COUNT][TG_OP_COUNT]; /* Σ steps of tg_opcost_step_typed */
+    tg_typed_bytes typed;    /* the model's real weight bytes (0: as f32) */
     int has_heads[TG_PHASE_COUNT];
     int steps_n[TG_PHASE_COUNT];
     long tokens[TG_PHASE_COUNT];
@@ -172,6 +173,8 @@ void tg_profiler_record(tg_profiler *p, int ith, tg_op op, int layer, int head, 
 }
 
 /* ---- create / free ------------------------------------------------------------ */
+
+void tg_profiler_set_model(tg_profiler *p, const tg_model *m) { tg_typed_bytes_of(m, &p->typed); }
 
 tg_status tg_profiler_create(tg_profiler **out, const tg_gpt2_config *cfg, int n_threads,
                              tg_pool *pool, int keep_events, size_t max_events, tg_err *err) {
@@ -487,7 +490,7 @@ tg_status tg_profiler_step_end(tg_profiler *p, tg_phase ph, int T, int pos, int 
     for (int op = 0; op < TG_OP_COUNT; op++) {
         if (op == TG_OP_SAMPLE && !sampled) continue;
         p->cost[ph][op] = tg_opcost_add(p->cost[ph][op],
-                                        tg_opcost_step(&p->cfg, (tg_op)op, T, pos, n_logits));
+                                        tg_opcost_step_typed(&p->cfg, &p->typed, (tg_op)op, T, pos, n_logits));
     }
     p->steps_n[ph]++;
     p->tokens[ph] += T;

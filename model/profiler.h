@@ -68,6 +68,9 @@ typedef struct tg_profiler tg_profiler;
 tg_status tg_profiler_create(tg_profiler **out, const tg_gpt2_config *cfg, int n_threads,
                              tg_pool *pool, int keep_events, size_t max_events, tg_err *err);
 void tg_profiler_free(tg_profiler *p);
+/* Counts the weight bytes of every op from m's real tensor types (f16,
+ * q8_0, ...: tg_typed_bytes_of) instead of as f32, from the next step on. */
+void tg_profiler_set_model(tg_profiler *p, const tg_model *m);
 
 /* The probe to hand to tg_gpt_set_probe (valid while p lives). */
 const tg_probe *tg_profiler_probe(const tg_profiler *p);

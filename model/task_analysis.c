@@ -131,7 +131,7 @@ tg_status tg_task_heads_analyse(tg_gpt *g, const tg_task *t, uint64_t seed, long
     memset(out, 0, sizeof *out);
     if (!g || !t || n < 1) return tg_fail(err, TG_ERR_ARG, "task heads: no model, no task or no sequences");
     const tg_gpt2_config *c = tg_gpt_config(g);
-    int L = c->n_layer, H = c->n_head, T = t->n - 1;
+    int L = c->n_layer, H = c->n_head, T = t->n - 1, KVH = tg_config_n_kv_head(c);
     if (T < 1 || T > tg_gpt_n_ctx(g) || t->V != c->n_vocab)
         return tg_fail(err, TG_ERR_ARG, "task heads: the task (%d tokens, %d symbols) does not fit "
                                         "the model", t->n, t->V);
@@ -173,7 +173,7 @@ tg_status tg_task_heads_analyse(tg_gpt *g, const tg_task *t, uint64_t seed, long
         for (int h = 0; h < H; h++) {
             size_t i = (size_t)l * H + h;
             tg_task_head_result *r = &out->heads[i];
-            r->layer = l, r->head = h, r->kv_head = h;
+            r->layer = l, r->head = h, r->kv_head = h / (H / KVH); /* its GQA group */
             for (int j = 0; j < a.K; j++) {
                 r->weight[j] = a.item[i * a.K + j] / a.n_queries;
                 r->top_share[j] = a.top[i * a.K + j] / a.n_queries;

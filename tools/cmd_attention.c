@@ -40,6 +40,7 @@ static void help(FILE *f) {
             "                       this CPU supports)\n"
             RUN_HELP_NO_CHECK
             RUN_HELP_TOKENIZER
+            RUN_HELP_KV_TYPE
             "A model trained with train --task shows an example of its task, the marks\n"
             "labelled (attention --task NAME --help).\n",
             DEFAULT_PROMPT, ATTN_SVG_RECT_MAX_T);
@@ -65,6 +66,7 @@ int cmd_attention(int argc, char **argv) {
         {CLI_STR("--isa", NULL, &ro.isa)},
         {RUN_OPT_NO_CHECK(&ro.no_check)},
         {RUN_OPT_TOKENIZER(&ro.tokenizer)},
+        {RUN_OPT_KV_TYPE(&ro.kv_type)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

@@ -16,6 +16,7 @@
 #include "model/measure.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
+#include "tools/run.h"
 
 #define CMD "bench"
 enum { MAX_LIST = 16, MAX_REPS = TG_BENCH_MAX_REPS };
@@ -26,6 +27,7 @@ typedef struct bench_args {
     int n_threads, n_pp, n_tg;
     long reps;
     int json, roofline, no_check;
+    const char *kv_type; /* --kv-type, NULL: f32 */
     double probe_seconds;
 } bench_args;
 
@@ -47,6 +49,7 @@ static void usage_text(FILE *f) {
             "  --no-roofline            skip the bandwidth and FMA probes (no roof column)\n"
             "  --probe-seconds S        time each roofline probe runs, [0.01, 60] (default 1)\n"
             "  --no-check               do not scan the weights for NaN/inf at load\n"
+            "  --kv-type TYPE           KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "columns: threads; test (ppN: one prefill of N tokens, tgN: N decode steps from\n"
             "an empty cache, no sampling); t/s = tokens per second, mean ± sample standard\n"
             "deviation over the repetitions; GFLOP/s = floating-point operations the test\n"
@@ -78,6 +81,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         {CLI_FLAG("--json", NULL, &a->json, 1)},
         {CLI_FLAG("--no-roofline", NULL, &a->roofline, 0)},
         {CLI_FLAG("--no-check", NULL, &a->no_check, 1)},
+        {CLI_STR("--kv-type", NULL, &a->kv_type)},
         {0},
     };
     int parsed = cli_parse(CMD, usage_text, opts, argc, argv);
@@ -123,6 +127,8 @@ int cmd_bench(int argc, char **argv) {
     if (rc != CLI_RUN) return rc;
     tg_err err;
     tg_isa isa;
+    tg_wtype kv_type;
+    if ((rc = run_kv_type(CMD, a.kv_type, &kv_type))) return rc;
     tg_gpt2_model m;
     if ((rc = perf_load(CMD, a.isa, a.model, a.no_check, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
@@ -170,7 +176,8 @@ int cmd_bench(int argc, char **argv) {
     }
     for (int ti = 0; ti < a.n_threads && rc == EXIT_OK; ti++) {
         int nth = (int)a.threads[ti];
-        tg_gpt_opts opts = {.n_threads = nth, .isa = tg_isa_name(isa), .n_ctx = (int)max_n};
+        tg_gpt_opts opts = {.n_threads = nth, .isa = tg_isa_name(isa), .n_ctx = (int)max_n,
+                            .kv_type = kv_type};
         tg_gpt *g;
         if (tg_gpt_create(&g, &m, &opts, &err)) {
             rc = cli_error(CMD, "%s", err.msg);

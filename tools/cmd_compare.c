@@ -83,6 +83,7 @@ static void help(FILE *f) {
             "                      this CPU supports)\n"
             "  --no-check          do not scan the weights for NaN/inf at load (huge files; a\n"
             "                      non-finite logit still stops the run)\n"
+            "  --kv-type TYPE      KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "Two models trained with train --task get the task comparison instead (-n N,\n"
             "--seed S).\n"
             "\n%s",
@@ -232,9 +233,12 @@ static void print_json(side *sd[2], int N, int do_agree, const tg_agreement *ag,
         int H = c->n_head;
         printf("%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", s->name);
         json_str(s->path);
+        size_t kvt = tg_gpt_kv_bytes_per_token(s->rc.gpt);
         printf(", \"n_layer\": %d, \"n_head\": %d, \"head_size\": %d, \"n_embd\": %d, "
-               "\"n_ctx\": %d, \"n_vocab\": %d, \"n_params\": %zu, ",
-               c->n_layer, H, c->n_embd / H, c->n_embd, c->n_ctx, c->n_vocab, s->n_params);
+               "\"n_ctx\": %d, \"n_vocab\": %d, \"n_params\": %zu, \"n_kv_head\": %d, "
+               "\"kv_bytes_per_token\": %zu, \"kv_bytes_per_context\": %zu, ",
+               c->n_layer, H, tg_config_head_dim(c), c->n_embd, c->n_ctx, c->n_vocab, s->n_params,
+               tg_config_n_kv_head(c), kvt, kvt * (size_t)c->n_ctx);
         printf("\"quality\": {\"tokens\": %zu, \"bytes\": %zu, ", s->q.tokens, s->q.bytes);
         jnum("nats_per_token", s->q.nats_per_token, 1);
         jnum("perplexity", s->q.perplexity, 1);
@@ -261,7 +265,8 @@ static void print_json(side *sd[2], int N, int do_agree, const tg_agreement *ag,
             for (int h = 0; h < H; h++) {
                 const tg_head_result *r = &s->ha.heads[l * H + h];
                 const tg_head_stats *hs = &r->stats;
-                printf("%s{\"layer\": %d, \"head\": %d, ", l || h ? ", " : "", l, h);
+                printf("%s{\"layer\": %d, \"head\": %d, \"kv_head\": %d, ", l || h ? ", " : "", l, h,
+                       r->kv_head);
                 jnum("entropy", hs->entropy, 1);
                 jnum("confidence", hs->confidence, 1);
                 jnum("sink", hs->sink, 1);
@@ -351,6 +356,7 @@ int cmd_compare(int argc, char **argv) {
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &ro.isa)},
         {RUN_OPT_NO_CHECK(&ro.no_check)},
+        {RUN_OPT_KV_TYPE(&ro.kv_type)},
         {CLI_ARGS(take_model, paths), .n = &n_paths},
         {0},
     };

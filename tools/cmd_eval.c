@@ -60,6 +60,7 @@ static void help(FILE *f) {
             "                      non-finite logit still stops the run)\n"
             "  --tokenizer PATH    use this vocabulary instead of the model's: llama2.c\n"
             "                      tokenizer.bin, GGUF, tokenizer.json or HF folder\n"
+            "  --kv-type TYPE      KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "By default the windows do not overlap and each scores every token but its\n"
             "first, so a token has 0 to N-1 tokens of context (N/2 on average) and the\n"
             "perplexity is higher than with --stride or --first-half.\n"
@@ -124,6 +125,7 @@ int cmd_eval(int argc, char **argv) {
         {CLI_STR("--isa", NULL, &ro.isa)},
         {RUN_OPT_NO_CHECK(&ro.no_check)},
         {RUN_OPT_TOKENIZER(&ro.tokenizer)},
+        {RUN_OPT_KV_TYPE(&ro.kv_type)},
         {CLI_FLAG("--json", NULL, &json, 1)},
         {0},
     };

@@ -73,6 +73,7 @@ static void help(FILE *f) {
             "                        continuation, Ctrl-D exits\n"
             RUN_HELP_NO_CHECK
             RUN_HELP_TOKENIZER
+            RUN_HELP_KV_TYPE
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
             "(<|endoftext|>, or a Llama model's EOS or BOS), stop (a --stop string), context (full, with --keep 0) or\n"
@@ -255,6 +256,7 @@ static tg_status feed(gen *g, const int *t, int n) {
     int K = n > g->keep ? n : g->keep;
     if (K > g->C) K = g->C;
     if (!g->said_shift) {
+        fflush(stdout); /* the text so far before the note (the stream batches flushes) */
         fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; each time it "
                         "fills, its last %d tokens run again as a new prompt (--keep)\n",
                 text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "", g->C, K);
@@ -434,6 +436,7 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
         if (g->keep == 0 && tg_gpt_n_pos(g->rc->gpt) == g->C) {
             if (!last) {
                 c->stop = "context";
+                fflush(stdout);
                 fprintf(stderr, "%stinygpt generate: the context is full (%d tokens); stopping\n",
                         text_stdout(o) ? "\n" : "", g->C);
             }
@@ -450,6 +453,7 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
 
 static void print_stats(const gen *g, int n_prompt, double t_prefill, const cont *c,
                         uint64_t seed, const char *label) {
+    fflush(stdout);
     fprintf(stderr,
             "%sprompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | stop: %s | "
             "seed %llu | %d thread%s, %s\n",
@@ -528,6 +532,7 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
         }
         sink k = {.to_stdout = text_stdout(o)};
         stream_init(&k.ts, stdout);
+        k.ts.flush_ns = STREAM_FLUSH_NS;
         stop_filter sf;
         cont c = {0};
         c.prev = n_prompt > 0 ? pids[n_prompt - 1] : -1;
@@ -730,6 +735,7 @@ int cmd_generate(int argc, char **argv) {
         {CLI_FLAG("-i", "--interactive", &o.interactive, 1)},
         {RUN_OPT_NO_CHECK(&o.ro.no_check)},
         {RUN_OPT_TOKENIZER(&o.ro.tokenizer)},
+        {RUN_OPT_KV_TYPE(&o.ro.kv_type)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

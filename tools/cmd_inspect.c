@@ -15,6 +15,7 @@
 #include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/gpt2.h"
+#include "weights/model.h"
 #include "weights/safetensors.h"
 
 static const char *usage_text =
@@ -23,7 +24,12 @@ static const char *usage_text =
     "           checkpoint (.bin, ak42 v1/v2)\n"
     "  --json   print one JSON object instead of text\n"
     "Prints the format, the configuration, the parameter count, every tensor (name,\n"
-    "type, shape, bytes, offset), the tokenizer and the problems found. Problems are\n"
+    "type, shape, bytes in the file, offset, resident bytes) with the totals, the\n"
+    "tokenizer and the problems found. Resident bytes are what the loaded model holds\n"
+    "for a tensor: its mapped bytes in the file's type (matrices stay f16, bf16, q8_0,\n"
+    "q4_0), or 4 per element where the loader converts it to f32 (1-D tensors and\n"
+    "position_embd in another type; every tensor of a Hugging Face folder); 0 for an\n"
+    "output.weight the model does not read (tied to token_embd). Problems are\n"
     "what keeps the model from running (every tensor is scanned for NaN/inf, and the\n"
     "tokenizer is built); the exit status is 1 when there is one.\n";
 
@@ -34,6 +40,7 @@ typedef struct tensor_row {
     int64_t shape[8]; /* numpy order */
     char type[12];
     uint64_t bytes, offset;
+    uint64_t resident; /* bytes the loaded model holds for it (see the usage text) */
 } tensor_row;
 
 typedef struct report {
@@ -105,6 +112,11 @@ static void gguf_rows(report *r, const tg_gguf *g) {
         snprintf(row->type, sizeof row->type, "%s", tg_ggml_type_name(t->type));
         row->bytes = t->nbytes;
         row->offset = t->offset;
+        /* the loader keeps F32 and every matrix but position_embd in place,
+         * and converts the rest to f32 */
+        int in_place = t->type == TG_GGML_F32 ||
+                       (t->n_dims == 2 && strcmp(t->name, "position_embd.weight") != 0);
+        row->resident = in_place ? t->nbytes : 4 * (uint64_t)t->n_elements;
         /* llama.cpp wants the tensors packed in order at the alignment */
         if (t->offset != expect && !r->warning[0])
             snprintf(r->warning, sizeof r->warning,
@@ -149,6 +161,9 @@ static void st_rows(report *r, const tg_st *st) {
         snprintf(row->type, sizeof row->type, "%s", t->dtype);
         row->bytes = t->end - t->begin;
         row->offset = t->begin;
+        uint64_t n = 1; /* the loader converts every tensor of a folder to f32 */
+        for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->shape[d];
+        row->resident = 4 * n;
     }
 }
 
@@ -189,9 +204,13 @@ static int print_text(const report *r) {
         for (int i = 0; i < r->n_rows; i++) {
             char sh[128];
             shape_str(&r->rows[i], sh, sizeof sh);
-            printf("  %-*s  %-14s %-5s %12" PRIu64 " bytes\n", (int)w, r->rows[i].name, sh,
-                   r->rows[i].type, r->rows[i].bytes);
+            printf("  %-*s  %-14s %-5s %12" PRIu64 " bytes  %12" PRIu64 " resident\n", (int)w,
+                   r->rows[i].name, sh, r->rows[i].type, r->rows[i].bytes, r->rows[i].resident);
         }
+        uint64_t bytes = 0, resident = 0;
+        for (int i = 0; i < r->n_rows; i++) bytes += r->rows[i].bytes, resident += r->rows[i].resident;
+        printf("  %-*s  %-14s %-5s %12" PRIu64 " bytes  %12" PRIu64 " resident\n", (int)w, "total", "", "",
+               bytes, resident);
     }
     if (r->warning[0]) printf("warning:       %s\n", r->warning);
     printf("problems:      %s\n", r->n_problems ? r->problem[0] : "none");
@@ -245,8 +264,13 @@ static int print_json(report *r) {
         cJSON_AddStringToObject(t, "type", r->rows[i].type);
         cJSON_AddNumberToObject(t, "bytes", (double)r->rows[i].bytes);
         cJSON_AddNumberToObject(t, "offset", (double)r->rows[i].offset);
+        cJSON_AddNumberToObject(t, "resident_bytes", (double)r->rows[i].resident);
         cJSON_AddItemToArray(ts, t);
     }
+    uint64_t bytes = 0, resident = 0;
+    for (int i = 0; i < r->n_rows; i++) bytes += r->rows[i].bytes, resident += r->rows[i].resident;
+    cJSON_AddNumberToObject(o, "tensor_bytes", (double)bytes);
+    cJSON_AddNumberToObject(o, "resident_bytes", (double)resident);
     if (r->metadata) {
         cJSON_AddItemToObject(o, "metadata", r->metadata);
         r->metadata = NULL;
@@ -329,6 +353,11 @@ int cmd_inspect(int argc, char **argv) {
         else r.loaded = 1;
     }
     if (r.loaded) usability(&r);
+    /* an output.weight the model shares token_embd for (the bytes agree) is
+     * never read */
+    if (r.loaded && !r.vocab_only && tg_model_tied(&r.m))
+        for (int i = 0; i < r.n_rows; i++)
+            if (!strcmp(r.rows[i].name, "output.weight")) r.rows[i].resident = 0;
     int rc = json ? print_json(&r) : print_text(&r);
     if (r.loaded) tg_gpt2_free(&r.m);
     cJSON_Delete(r.metadata);

@@ -18,6 +18,7 @@
 #include "model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/perf.h"
+#include "tools/run.h"
 
 #define CMD "profile"
 enum { MAX_SWEEP = 64 };
@@ -33,6 +34,7 @@ typedef struct profile_args {
     long sweep[MAX_SWEEP];
     int n_sweep;
     int no_check;
+    const char *kv_type; /* --kv-type, NULL: f32 */
 } profile_args;
 
 /* What every column of the text tables means: under the tables and in --help. */
@@ -95,6 +97,7 @@ static void usage_text(FILE *f) {
             "  --seed N              seed of the random prompt tokens and of the sampler,\n"
             "                        [0, 2^62] (default 0)\n"
             "  --no-check            do not scan the weights for NaN/inf at load\n"
+            "  --kv-type TYPE        KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "\n");
     fputs(op_legend, f);
     fputs("--ctx-sweep ", f);
@@ -117,6 +120,7 @@ static int parse_args(int argc, char **argv, profile_args *a) {
         {CLI_STR("-m", "--model", &a->model)},
         {CLI_STR("--isa", NULL, &a->isa)},
         {CLI_FLAG("--no-check", NULL, &a->no_check, 1)},
+        {CLI_STR("--kv-type", NULL, &a->kv_type)},
         {CLI_STR("-p", "--prompt", &a->prompt)},
         {CLI_STR("--trace", NULL, &a->trace)},
         {CLI_INT("--prompt-tokens", NULL, &a->prompt_tokens, 1, 1 << 20)},
@@ -242,6 +246,7 @@ typedef struct report {
     const char *isa;
     int n_threads;
     const char *cache_note;   /* perf_cache_note, or NULL */
+    size_t kv_bytes_per_token; /* the KV cache's bytes per position (all layers, K and V) */
 } report;
 
 /* The rows of a phase in the requested breakdowns, in print order. kind:
@@ -353,9 +358,11 @@ static void print_config_json(const report *rp, FILE *f) {
     perf_json_str(f, rp->model_path);
     fprintf(f,
             ",\n  \"config\": {\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"n_ff\": %d, "
-            "\"n_vocab\": %d, \"n_ctx\": %d},\n  \"isa\": \"%s\",\n  \"threads\": %d,\n"
-            "  \"roofline\": ",
-            c->n_layer, c->n_head, c->n_embd, c->n_ff, c->n_vocab, c->n_ctx, rp->isa,
+            "\"n_vocab\": %d, \"n_ctx\": %d, \"n_kv_head\": %d, \"head_size\": %d, "
+            "\"kv_bytes_per_token\": %zu, \"kv_bytes_per_context\": %zu},\n  \"isa\": \"%s\",\n"
+            "  \"threads\": %d,\n  \"roofline\": ",
+            c->n_layer, c->n_head, c->n_embd, c->n_ff, c->n_vocab, c->n_ctx, tg_config_n_kv_head(c),
+            tg_config_head_dim(c), rp->kv_bytes_per_token, rp->kv_bytes_per_token * (size_t)c->n_ctx, rp->isa,
             rp->n_threads);
     if (rp->roof)
         fprintf(f, "{\"threads\": %d, \"dram_gbs\": %.6g, \"peak_gflops\": %.6g}",
@@ -367,7 +374,7 @@ static void print_config_json(const report *rp, FILE *f) {
 static void print_header_lines(const report *rp, FILE *f) {
     const tg_gpt2_config *c = rp->cfg;
     fprintf(f, "tinygpt profile: %s (L=%d H=%d E=%d HS=%d F=%d V=%d C=%d), %d thread%s, %s\n",
-            rp->model_path, c->n_layer, c->n_head, c->n_embd, c->n_embd / c->n_head, c->n_ff,
+            rp->model_path, c->n_layer, c->n_head, c->n_embd, tg_config_head_dim(c), c->n_ff,
             c->n_vocab, c->n_ctx, rp->n_threads, rp->n_threads == 1 ? "" : "s", rp->isa);
     if (rp->roof) {
         fprintf(f, "roofline (%d thread%s, measured): DRAM read %.1f GB/s, FMA peak %.1f GFLOP/s\n",
@@ -454,8 +461,9 @@ static void print_sweep(const report *rp, const sweep_row *rows, int n, FILE *f)
                     i ? "," : "", r->ctx, r->steps, r->step_us, r->attn_us,
                     CLI_JNUM("%.4f", r->attn_pct), r->us_per_head, r->part_us[0], r->part_us[1],
                     r->part_us[2], CLI_JNUM("%.6g", r->attn_gflops));
-            if (r->attn_roof_pct >= 0) fprintf(f, "%s}", CLI_JNUM("%.4f", r->attn_roof_pct));
-            else fprintf(f, "null}");
+            if (r->attn_roof_pct >= 0) fprintf(f, "%s", CLI_JNUM("%.4f", r->attn_roof_pct));
+            else fprintf(f, "null");
+            fprintf(f, ", \"kv_bytes\": %.0f}", r->kv_bytes);
         }
         fprintf(f, "\n  ]\n}\n");
         return;
@@ -492,6 +500,8 @@ int cmd_profile(int argc, char **argv) {
     }
     tg_err err;
     tg_isa isa;
+    tg_wtype kv_type;
+    if ((rc = run_kv_type(CMD, a.kv_type, &kv_type))) return rc;
     tg_gpt2_model m;
     if ((rc = perf_load(CMD, a.isa, a.model, a.no_check, &isa, &m))) return rc;
     const tg_gpt2_config *c = &m.cfg;
@@ -533,7 +543,8 @@ int cmd_profile(int argc, char **argv) {
         }
     }
 
-    tg_gpt_opts opts = {.n_threads = (int)a.threads, .isa = tg_isa_name(isa), .n_ctx = 0};
+    tg_gpt_opts opts = {.n_threads = (int)a.threads, .isa = tg_isa_name(isa), .n_ctx = 0,
+                        .kv_type = kv_type};
     tg_gpt *g = NULL;
     tg_profile prof = {0};
     sweep_row *sweep = NULL;
@@ -561,7 +572,7 @@ int cmd_profile(int argc, char **argv) {
     }
     char note[256];
     report rp = {&a, c, &prof, roofp, m.path ? m.path : "model", tg_isa_name(isa), (int)a.threads,
-                 perf_cache_note(&m, note, sizeof note)};
+                 perf_cache_note(&m, note, sizeof note), tg_gpt_kv_bytes_per_token(g)};
 
     if (a.n_sweep) {
         for (int i = 0; i < a.n_sweep; i++) ctxs[i] = (int)a.sweep[i];

@@ -1,8 +1,11 @@
 /* cmd_quantize.c — `tinygpt quantize IN OUT --type T [--keep-output T]`: a
- * GGUF (or Hugging Face folder) rewritten with its matrices in another
- * weight type. Tokenizer and metadata are kept; 1-D tensors stay f32 and so
- * does position_embd for the block types (llama.cpp's convention); the
- * output is written to a temporary file and renamed into place. */
+ * GGUF (or Hugging Face folder, or llama2.c checkpoint), GPT-2 or Llama,
+ * rewritten with its matrices in another weight type. Tokenizer and
+ * metadata are kept; 1-D tensors stay f32 and so does GPT-2's
+ * position_embd for the block types (llama.cpp's convention); a Llama
+ * matrix whose rows are not a multiple of 32 stays f16 for the block types
+ * (stories260K's feed-forward is 172 wide); the output is written to a
+ * temporary file and renamed into place. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,15 +13,21 @@
 #include "tools/cli.h"
 #include "weights/gguf.h"
 #include "weights/gpt2.h"
+#include "weights/model.h"
+#include "weights/vocab.h"
 
 static void help(FILE *f) {
     fputs("usage: tinygpt quantize IN OUT --type f32|f16|bf16|q8_0|q4_0 [--keep-output TYPE]\n"
           "\n"
-          "Rewrites a GPT-2 GGUF file or Hugging Face folder IN as the GGUF OUT with its\n"
-          "weight matrices in --type (ggml's layouts, so llama.cpp reads the file):\n"
+          "Rewrites a GPT-2 or Llama model IN (GGUF, Hugging Face folder, llama2.c\n"
+          "checkpoint with --tokenizer) as the GGUF OUT with its weight matrices in\n"
+          "--type (ggml's layouts, so llama.cpp reads the file):\n"
           "  --type TYPE         the matrices' type\n"
-          "  --keep-output TYPE  output.weight (the LM head) in TYPE instead (default: --type)\n"
-          "1-D tensors stay f32, and position_embd too for q8_0/q4_0. The tokenizer and\n"
+          "  --keep-output TYPE  output.weight (the LM head) in TYPE instead (default: --type);\n"
+          "                      a tied Llama has none: token_embd, its LM head, takes TYPE\n"
+          "  --tokenizer PATH    the vocabulary to write (a llama2.c file holds none)\n"
+          "1-D tensors stay f32, and position_embd too for q8_0/q4_0. For q8_0/q4_0 a\n"
+          "Llama matrix whose rows are not a multiple of 32 stays f16. The tokenizer and\n"
           "the other metadata are copied. Prints the sizes before and after.\n",
           f);
 }
@@ -37,7 +46,7 @@ static int take_path(const char *cmd, const cli_opt *o, const char *flag, const 
 }
 
 /* bytes of the matrices (as held) and of everything */
-static size_t model_bytes(const tg_gpt2_model *m, size_t *matrices) {
+static size_t gpt2_bytes(const tg_gpt2_model *m, size_t *matrices) {
     const tg_gpt2_weights *w = &m->w;
     const tg_gpt2_config *c = &m->cfg;
     size_t mat = (size_t)w->wte.rows * w->wte.row_bytes;
@@ -53,12 +62,30 @@ static size_t model_bytes(const tg_gpt2_model *m, size_t *matrices) {
     return mat + 4 * vec;
 }
 
+static size_t llama_bytes(const tg_model *m, size_t *matrices) {
+    const tg_llama_weights *w = &m->llama;
+    size_t mat = (size_t)w->tok_embd.rows * w->tok_embd.row_bytes;
+    if (!w->tied) mat += (size_t)w->output.rows * w->output.row_bytes;
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const tg_llama_layer *y = &w->layers[l];
+        const tg_weight *v[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w1, &y->w3, &y->w2};
+        for (int k = 0; k < 7; k++) mat += (size_t)v[k]->rows * v[k]->row_bytes;
+    }
+    *matrices = mat;
+    return mat + 4 * (size_t)m->cfg.n_embd * (2 * (size_t)m->cfg.n_layer + 1); /* the RMSNorm gains */
+}
+
+static size_t model_bytes(const tg_model *m, size_t *matrices) {
+    return m->cfg.arch == TG_ARCH_LLAMA ? llama_bytes(m, matrices) : gpt2_bytes(m, matrices);
+}
+
 int cmd_quantize(int argc, char **argv) {
-    const char *type_s = NULL, *out_s = NULL;
+    const char *type_s = NULL, *out_s = NULL, *tok_s = NULL;
     paths ps = {{NULL, NULL}, 0};
     const cli_opt opts[] = {
         {CLI_STR("--type", NULL, &type_s)},
         {CLI_STR("--keep-output", NULL, &out_s)},
+        {CLI_STR("--tokenizer", NULL, &tok_s)},
         {CLI_ARGS(take_path, &ps)},
         {0},
     };
@@ -74,32 +101,57 @@ int cmd_quantize(int argc, char **argv) {
         return cli_usage("quantize", "--keep-output must be f32, f16, bf16, q8_0 or q4_0, not '%s'", out_s);
 
     tg_err err = {{0}};
-    tg_gpt2_model m;
-    if (tg_gpt2_load(&m, ps.p[0], 0, &err)) return cli_error("quantize", "%s", err.msg);
+    tg_model m;
+    if (tg_model_load(&m, ps.p[0], 0, &err)) return cli_error("quantize", "%s", err.msg);
+    int llama = m.cfg.arch == TG_ARCH_LLAMA;
+    if (tok_s) {
+        tg_vocab v;
+        if (tg_vocab_load(&v, tok_s, &err)) {
+            tg_model_free(&m);
+            return cli_error("quantize", "--tokenizer: %s", err.msg);
+        }
+        tg_vocab_free(&m.vocab);
+        m.vocab = v;
+    }
+    if (llama && !m.vocab.n_tokens) {
+        tg_model_free(&m);
+        return cli_error("quantize", "%s holds no vocabulary: give one with --tokenizer (llama2.c: tokenizer.bin)",
+                         ps.p[0]);
+    }
+    const tg_vocab *vocab = &m.vocab;
     size_t mat_in, all_in = model_bytes(&m, &mat_in);
     tg_gguf_writer *gw = NULL;
+    int n_fallback = 0;
     tg_status s = tg_gguf_writer_new(&gw, &err);
-    /* the source's own keys first; the gpt2 writer then sets (replaces) the
-     * config, tokenizer and general.file_type */
+    /* the source's own keys first; the architecture's writer then sets
+     * (replaces) the config, tokenizer and general.file_type */
     const tg_gguf *src = tg_gpt2_gguf(&m);
     for (int64_t i = 0; !s && src && i < tg_gguf_n_kv(src); i++) {
         const tg_gguf_kv *kv = tg_gguf_kv_at(src, i);
         if (!strcmp(kv->key, "general.alignment")) continue;
+        if (tok_s && !strncmp(kv->key, "tokenizer.", 10)) continue; /* replaced whole */
         s = tg_gguf_set_kv_from(gw, src, kv, &err);
     }
-    if (!s) s = tg_gpt2_to_gguf_ex(gw, &m.cfg, &m.w, &m.vocab, dt, odt, &err);
+    if (!s && llama)
+        s = tg_llama_to_gguf_ex(gw, &m.cfg, &m.llama, vocab, dt, odt, TG_LLAMA_WRITE_F16_FALLBACK, &n_fallback,
+                                &err);
+    else if (!s)
+        s = tg_gpt2_to_gguf_ex(gw, &m.cfg, &m.w, vocab, dt, odt, &err);
     if (!s) s = tg_gguf_write(gw, ps.p[1], &err);
     tg_gguf_writer_free(gw);
-    tg_gpt2_free(&m);
+    tg_model_free(&m);
     if (s) return cli_error("quantize", "%s", err.msg);
-    tg_gpt2_model q;
-    if (tg_gpt2_load(&q, ps.p[1], 0, &err)) return cli_error("quantize", "reading back %s: %s", ps.p[1], err.msg);
+    tg_model q;
+    if (tg_model_load(&q, ps.p[1], 0, &err)) return cli_error("quantize", "reading back %s: %s", ps.p[1], err.msg);
     size_t mat_out, all_out = model_bytes(&q, &mat_out);
-    tg_gpt2_free(&q);
+    tg_model_free(&q);
     printf("quantize: %s -> %s (%s%s%s)\n", ps.p[0], ps.p[1], type_s, out_s ? ", output " : "", out_s ? out_s : "");
     printf("  matrices  %10.2f MB -> %10.2f MB (%.2fx)\n", mat_in * 1e-6, mat_out * 1e-6,
            mat_out ? (double)mat_in / mat_out : 0.0);
     printf("  weights   %10.2f MB -> %10.2f MB (%.2fx)\n", all_in * 1e-6, all_out * 1e-6,
            all_out ? (double)all_in / all_out : 0.0);
+    if (n_fallback)
+        printf("  %d matri%s kept in f16: rows not a multiple of 32, %s's block\n", n_fallback,
+               n_fallback == 1 ? "x" : "ces", type_s);
     return EXIT_OK;
 }

@@ -657,6 +657,11 @@ int cmd_train(int argc, char **argv) {
         }
         tg_status lst = tg_gpt2_load(&src, from, 1, &err);
         free(beside);
+        if (lst == TG_ERR_UNSUPPORTED) { /* a Llama: no trainer for it yet */
+            rc = cli_error(CMD, "%s: train builds GPT-2 models only (training a Llama is not supported) and takes "
+                           "its tokenizer from a GPT-2 model", from);
+            goto cleanup_text;
+        }
         if (lst != TG_OK) {
             rc = cli_error(CMD, "tokenizer: %s", err.msg);
             goto cleanup_text;

@@ -19,12 +19,13 @@
 #include "weights/hf_llama.h"
 #include "weights/llama2c.h"
 #include "weights/model.h"
+#include "weights/vocab.h"
 
 typedef struct row {
     const char *name;
     int n_dims;
     int64_t shape[4]; /* numpy order */
-    char type[16];
+    char type[24];
     uint64_t bytes, offset;
 } row;
 
@@ -156,9 +157,23 @@ static int inspect_l2c(const char *path, int json) {
         tg_l2c_close(c);
         return cli_error("inspect", "%s", err.msg);
     }
-    if (c->cfg.version == TG_L2C_V2)
-        d.note = "the int8 groups are dequantized to f32 at load (q * scale, one rounding): no weight type of "
-                 "tinygpt holds a group of arbitrary size with an fp32 scale";
+    char note[320];
+    if (c->cfg.version == TG_L2C_V2) {
+        int n_q8 = 0;
+        for (int i = 0; i < c->n_tensors; i++) n_q8 += c->tensors[i].kind == TG_L2C_Q8G;
+        if (c->n_repacked == n_q8)
+            snprintf(note, sizeof note, "the int8 groups run natively as Q8_0 (the int8 values kept, each group's "
+                     "fp32 scale rounded to f16: <= 2^-11 relative per weight)");
+        else if (c->n_repacked)
+            snprintf(note, sizeof note, "%d of %d int8 tensors run natively as Q8_0 (the int8 values kept, the "
+                     "scales rounded to f16: <= 2^-11 relative per weight); the rest are dequantized to f32 at load "
+                     "(rows not a multiple of 32, or a scale f16 cannot hold)", c->n_repacked, n_q8);
+        else
+            snprintf(note, sizeof note, "the int8 groups are dequantized to f32 at load (q * scale, one rounding): "
+                     "Q8_0 needs group_size and rows multiples of 32 (group_size %d) and scales an f16 holds",
+                     c->cfg.group_size);
+        d.note = note;
+    }
     if (c->cfg.version == TG_L2C_LEGACY)
         d.note = "the rope tables at the end of the file are not read (recomputed)";
     d.rows = calloc((size_t)c->n_tensors, sizeof *d.rows);
@@ -169,11 +184,13 @@ static int inspect_l2c(const char *path, int json) {
         r->name = t->name;
         r->n_dims = t->n_dims;
         r->shape[0] = t->shape[0], r->shape[1] = t->shape[1];
-        snprintf(r->type, sizeof r->type, "%s", t->kind == TG_L2C_Q8G ? "I8+F32" : "F32");
+        int q8_0 = ts.t[i].type == TG_GGML_Q8_0; /* repacked: runs as Q8_0 */
+        snprintf(r->type, sizeof r->type, "%s",
+                 t->kind == TG_L2C_Q8G ? (q8_0 ? "I8+F32 as Q8_0" : "I8+F32 as F32") : "F32");
         r->bytes = t->kind == TG_L2C_Q8G ? t->n_elements + 4 * (t->n_elements / (uint64_t)c->cfg.group_size)
                                          : 4 * t->n_elements;
         r->offset = t->offset;
-        d.resident_bytes += 4 * t->n_elements; /* f32 in the map, or dequantized */
+        d.resident_bytes += ts.t[i].nbytes; /* f32 in the map, dequantized, or repacked */
     }
     if (tg_l2c_check_finite(c, &err)) snprintf(d.problem, sizeof d.problem, "%s", err.msg);
     int rc = print(&d, json);
@@ -198,6 +215,19 @@ static int inspect_hf(const char *path, int json) {
     d.rows = calloc((size_t)ts.n + 1, sizeof *d.rows);
     d.n_rows = d.rows ? ts.n : 0;
     d.note = "the Q and K rows stay in Hugging Face's halves order (convert permutes them for GGUF)";
+    /* the folder's tokenizer.json, described (and built) like a GGUF's vocabulary */
+    tg_vocab vocab;
+    int have_vocab = 0;
+    char tj[4096];
+    struct stat tsb;
+    snprintf(tj, sizeof tj, "%s/tokenizer.json", path);
+    if (stat(tj, &tsb) == 0) {
+        tg_err verr = {{0}};
+        if (tg_vocab_load_hf_json(&vocab, tj, &verr))
+            snprintf(d.problem, sizeof d.problem, "the tokenizer cannot be built: %s", verr.msg);
+        else
+            have_vocab = 1, d.vocab = &vocab;
+    }
     for (int i = 0; i < d.n_rows; i++) {
         const tg_tensor_view *v = &ts.t[i];
         row *r = &d.rows[i];
@@ -217,6 +247,7 @@ static int inspect_hf(const char *path, int json) {
     int rc = print(&d, json);
     free(d.rows);
     free(ts.t);
+    if (have_vocab) tg_vocab_free(&vocab);
     tg_hf_llama_close(h);
     return rc;
 }

@@ -22,12 +22,25 @@ int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path) {
     return EXIT_OK;
 }
 
+int run_kv_type(const char *cmd, const char *name, tg_wtype *out) {
+    *out = TG_WTYPE_F32;
+    if (!name || !strcmp(name, "f32")) return EXIT_OK;
+    if (!strcmp(name, "f16")) {
+        *out = TG_WTYPE_F16;
+        return EXIT_OK;
+    }
+    return cli_usage(cmd, "--kv-type: '%s' is not one of f32, f16", name);
+}
+
 int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opts *o) {
     memset(rc, 0, sizeof *rc);
     rc->eos = -1;
     tg_isa isa;
     if (o->isa && tg_isa_parse(o->isa, &isa) != TG_OK)
         return cli_usage(cmd, "--isa: '%s' is not one of scalar, avx2, avx512, neon", o->isa);
+    tg_wtype kv_type;
+    int kc = run_kv_type(cmd, o->kv_type, &kv_type);
+    if (kc != EXIT_OK) return kc;
     if (!model_path && !(model_path = cli_default_model()))
         return cli_error(cmd,
                          "no model given and the default model weights/shakespeare-4h.gguf "
@@ -65,7 +78,7 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
     }
     rc->eos = tg_tokenizer_eos(rc->tok);
     if (rc->eos < 0) rc->eos = tg_tokenizer_token_id(rc->tok, "<|endoftext|>");
-    tg_gpt_opts go = {o->n_threads, o->isa, o->n_ctx};
+    tg_gpt_opts go = {o->n_threads, o->isa, o->n_ctx, kv_type};
     if (tg_gpt_create(&rc->gpt, &rc->model, &go, &err)) {
         run_close(rc);
         return cli_error(cmd, "%s: %s", model_path, err.msg);

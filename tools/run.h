@@ -14,6 +14,7 @@ typedef struct run_opts {
     int ctx_min;      /* smallest --ctx the command accepts (for the message) */
     int no_check;     /* --no-check: skip the load-time scan for NaN/inf weights */
     const char *tokenizer; /* --tokenizer: a vocabulary used instead of the model's, or NULL */
+    const char *kv_type;   /* --kv-type: "f32" (NULL: the default) or "f16" */
 } run_opts;
 
 /* The option every command that loads a model takes, and its help line
@@ -28,6 +29,16 @@ typedef struct run_opts {
 #define RUN_HELP_TOKENIZER \
     "  --tokenizer PATH      use this vocabulary instead of the model's: llama2.c\n" \
     "                        tokenizer.bin, GGUF, tokenizer.json or Hugging Face folder\n"
+
+/* --kv-type f32|f16, wherever a model runs (dst: a const char *). */
+#define RUN_OPT_KV_TYPE(dst) CLI_STR("--kv-type", NULL, dst)
+#define RUN_HELP_KV_TYPE \
+    "  --kv-type TYPE        KV cache elements: f32 or f16 (half the bytes; attention\n" \
+    "                        widens them as it reads) (default f32)\n"
+
+/* Parses a --kv-type name (NULL: f32). Returns EXIT_OK, or the usage exit
+ * code after printing a one-line error. */
+int run_kv_type(const char *cmd, const char *name, tg_wtype *out);
 
 /* Replaces *vocab with the one at path (NULL: keeps it). Returns EXIT_OK,
  * or the exit code after printing a one-line error (vocab then unchanged). */

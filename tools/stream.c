@@ -3,12 +3,21 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/tokenizer.h"
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 void stream_init(text_stream *s, FILE *f) {
     s->f = f;
     s->n = 0;
+    s->flushed_ns = 0;
+    s->flush_ns = 0;
 }
 
 void stream_put(text_stream *s, const char *p, size_t len) {
@@ -29,7 +38,15 @@ void stream_put(text_stream *s, const char *p, size_t len) {
     fwrite(p, 1, ok, s->f);
     memcpy(s->held + s->n, p + ok, len - ok); /* <= 3 bytes, and s->n == 0 here */
     s->n += len - ok;
-    fflush(s->f);
+    if (s->flush_ns <= 0) {
+        fflush(s->f);
+        return;
+    }
+    long long t = now_ns();
+    if (t - s->flushed_ns >= s->flush_ns) {
+        fflush(s->f);
+        s->flushed_ns = t;
+    }
 }
 
 void stream_finish(text_stream *s) {

@@ -12,11 +12,19 @@ typedef struct text_stream {
     FILE *f;
     char held[8]; /* at most 3 bytes of an unfinished character */
     size_t n;
+    long long flushed_ns; /* monotonic time of the last flush */
+    long long flush_ns;   /* puts closer together than this share one flush
+                             (0, stream_init's default: every put flushes) */
 } text_stream;
+
+/* generate's flush_ns: a write(2) per token costs ~1-2 µs of CPU (more in
+ * system time on a VM), a few % of a small model's decode step; batched,
+ * a reader sees the text at most this much (plus one step) late. */
+#define STREAM_FLUSH_NS 4000000LL
 
 void stream_init(text_stream *s, FILE *f);
 /* Writes p[len] (after any held bytes) up to the last complete character,
- * and flushes. */
+ * and flushes unless the last flush was under flush_ns ago. */
 void stream_put(text_stream *s, const char *p, size_t len);
 /* Writes whatever is still held (a character that cannot be finished now)
  * and flushes. */

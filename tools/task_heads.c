@@ -100,7 +100,8 @@ static void print_json(tside sd[2], long n, uint64_t seed) {
         for (int l = 0; l < a->n_layer; l++)
             for (int h = 0; h < a->n_head; h++) {
                 const tg_task_head_result *r = &a->heads[l * a->n_head + h];
-                printf("%s{\"layer\": %d, \"head\": %d, \"weight\": [", l + h ? ", " : "", l, h);
+                printf("%s{\"layer\": %d, \"head\": %d, \"kv_head\": %d, \"weight\": [", l + h ? ", " : "", l,
+                       h, r->kv_head);
                 for (int j = 0; j < a->n_items; j++) printf("%s%.6g", j ? ", " : "", r->weight[j]);
                 printf("], \"top_share\": [");
                 for (int j = 0; j < a->n_items; j++) printf("%s%.6g", j ? ", " : "", r->top_share[j]);

@@ -319,6 +319,21 @@ static int halves_row(int r, int hs, int d) {
     return h * hs + (i % 2) * (d / 2) + i / 2;
 }
 
+static int known_dtype(int d) {
+    return d == TG_DTYPE_F32 || d == TG_DTYPE_F16 || d == TG_DTYPE_BF16 || d == TG_DTYPE_Q8_0 || d == TG_DTYPE_Q4_0;
+}
+
+static int block_dtype(int d) { return d == TG_DTYPE_Q8_0 || d == TG_DTYPE_Q4_0; }
+
+/* The type a matrix with rows of `cols` is written in: dt, or F16 when dt
+ * is a 32-block type the rows do not divide into and the caller allows the
+ * fallback (counted in *n). */
+static int pick_dtype(int dt, int cols, int fallback, int *n) {
+    if (!block_dtype(dt) || cols % 32 == 0 || !fallback) return dt;
+    if (n) (*n)++;
+    return TG_DTYPE_F16;
+}
+
 /* Adds a matrix in type dt; perm_hs > 0 permutes its rows from halves order. */
 static tg_status add_matrix(tg_gguf_writer *gw, const char *name, const tg_weight *v, int rows, int cols, int dt,
                             int perm_hs, int perm_d, tg_err *err) {
@@ -342,17 +357,25 @@ static tg_status add_matrix(tg_gguf_writer *gw, const char *name, const tg_weigh
 
 tg_status tg_llama_to_gguf(tg_gguf_writer *gw, const tg_model_config *cfg, const tg_llama_weights *w,
                            const tg_vocab *vocab, int dtype, tg_err *err) {
+    return tg_llama_to_gguf_ex(gw, cfg, w, vocab, dtype, dtype, 0, NULL, err);
+}
+
+tg_status tg_llama_to_gguf_ex(tg_gguf_writer *gw, const tg_model_config *cfg, const tg_llama_weights *w,
+                              const tg_vocab *vocab, int dtype, int out_dtype, int flags, int *n_fallback,
+                              tg_err *err) {
     tg_status s;
-    if (dtype != TG_DTYPE_F32 && dtype != TG_DTYPE_F16 && dtype != TG_DTYPE_BF16 && dtype != TG_DTYPE_Q8_0 &&
-        dtype != TG_DTYPE_Q4_0)
-        return tg_fail(err, TG_ERR_ARG, "llama writer: unknown dtype %d", dtype);
+    if (n_fallback) *n_fallback = 0;
+    if (!known_dtype(dtype)) return tg_fail(err, TG_ERR_ARG, "llama writer: unknown dtype %d", dtype);
+    if (!known_dtype(out_dtype)) return tg_fail(err, TG_ERR_ARG, "llama writer: unknown output dtype %d", out_dtype);
     if ((s = tg_llama_config_check(cfg, "llama writer", err))) return s;
     int E = cfg->n_embd, F = cfg->n_ff, V = cfg->n_vocab, HS = tg_config_head_dim(cfg);
     int H = cfg->n_head, KVH = tg_config_n_kv_head(cfg), D = tg_config_rope_dim(cfg);
-    int block = dtype == TG_DTYPE_Q8_0 || dtype == TG_DTYPE_Q4_0;
-    if (block && (E % 32 || F % 32 || (H * HS) % 32))
+    int block = block_dtype(dtype) || block_dtype(out_dtype);
+    int fallback = flags & TG_LLAMA_WRITE_F16_FALLBACK;
+    if (block && !fallback && (E % 32 || F % 32 || (H * HS) % 32))
         return tg_fail(err, TG_ERR_ARG, "llama writer: %s needs the width (%d), feed-forward length (%d) and "
-                       "H·HS (%d) to be multiples of 32", tg_ggml_type_name((uint32_t)dtype), E, F, H * HS);
+                       "H·HS (%d) to be multiples of 32",
+                       tg_ggml_type_name((uint32_t)(block_dtype(dtype) ? dtype : out_dtype)), E, F, H * HS);
     if (!w || !w->layers || !w->out_norm) return tg_fail(err, TG_ERR_ARG, "llama writer: incomplete weights");
     if (vocab && vocab->n_tokens && vocab->n_tokens != V)
         return tg_fail(err, TG_ERR_ARG, "llama writer: the vocabulary has %d tokens but the config says %d",
@@ -379,7 +402,10 @@ tg_status tg_llama_to_gguf(tg_gguf_writer *gw, const tg_model_config *cfg, const
     if (vocab && vocab->n_tokens && (s = wt_vocab_to_gguf(gw, vocab, err))) return s;
 
     int perm = cfg->rope_pairs == TG_ROPE_HALVES ? HS : 0;
-    if ((s = add_matrix(gw, "token_embd.weight", &w->tok_embd, V, E, dtype, 0, 0, err))) return s;
+    /* a tied model has no output.weight: token_embd is the LM head too and
+     * takes its type (llama.cpp's quantize does the same) */
+    int tok_dt = pick_dtype(w->tied ? out_dtype : dtype, E, fallback, n_fallback);
+    if ((s = add_matrix(gw, "token_embd.weight", &w->tok_embd, V, E, tok_dt, 0, 0, err))) return s;
     char nm[48];
     for (int l = 0; l < cfg->n_layer && !s; l++) {
         const tg_llama_layer *y = &w->layers[l];
@@ -399,13 +425,16 @@ tg_status tg_llama_to_gguf(tg_gguf_writer *gw, const tg_model_config *cfg, const
         };
         for (size_t i = 0; i < sizeof mats / sizeof mats[0] && !s; i++) {
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mats[i].part);
-            s = add_matrix(gw, nm, mats[i].v, mats[i].rows, mats[i].cols, dtype, mats[i].perm, D, err);
+            int dt = pick_dtype(dtype, mats[i].cols, fallback, n_fallback);
+            s = add_matrix(gw, nm, mats[i].v, mats[i].rows, mats[i].cols, dt, mats[i].perm, D, err);
         }
     }
     if (s) return s;
     int64_t ne[1] = {E};
     if ((s = tg_gguf_add_tensor_f32(gw, "output_norm.weight", 1, ne, w->out_norm, TG_GGML_F32, err))) return s;
-    if (!w->tied) s = add_matrix(gw, "output.weight", &w->output, V, E, dtype, 0, 0, err);
+    if (!w->tied)
+        s = add_matrix(gw, "output.weight", &w->output, V, E, pick_dtype(out_dtype, E, fallback, n_fallback), 0, 0,
+                       err);
     return s;
 }
 

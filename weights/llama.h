@@ -81,6 +81,17 @@ tg_status tg_llama_to_gguf(struct tg_gguf_writer *gw, const tg_model_config *cfg
                            const tg_llama_weights *w, const struct tg_vocab *vocab, int dtype,
                            tg_err *err);
 
+/* tg_llama_to_gguf with the classifier in out_dtype (output.weight; for a
+ * tied model token_embd, which is the classifier then, as llama.cpp's
+ * quantize does) and, with flags TG_LLAMA_WRITE_F16_FALLBACK, a matrix whose
+ * rows are not a multiple of 32 written in F16 instead of a 32-block type
+ * (Q8_0, Q4_0) rather than refusing the model; *n_fallback (may be NULL)
+ * counts those matrices. */
+#define TG_LLAMA_WRITE_F16_FALLBACK 1
+tg_status tg_llama_to_gguf_ex(struct tg_gguf_writer *gw, const tg_model_config *cfg,
+                              const tg_llama_weights *w, const struct tg_vocab *vocab, int dtype,
+                              int out_dtype, int flags, int *n_fallback, tg_err *err);
+
 /* tg_llama_to_gguf, then written to a temporary beside path and renamed. */
 tg_status tg_llama_save(const char *path, const tg_model_config *cfg, const tg_llama_weights *w,
                         const struct tg_vocab *vocab, int dtype, tg_err *err);

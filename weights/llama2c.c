@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
 #include "weights/file.h"
 #include "weights/finite.h"
 #include "weights/gguf.h"
@@ -341,6 +343,39 @@ tg_status tg_l2c_check_finite(const tg_l2c *c, tg_err *err) {
     return TG_OK;
 }
 
+/* Group g's fp32 scale. */
+static float group_scale(const tg_l2c_tensor *t, uint64_t g) {
+    float s;
+    memcpy(&s, t->scales + 4 * g, 4);
+    return s;
+}
+
+/* Can a v2 tensor run as ggml Q8_0? Each 32-block must lie inside one group
+ * and one row (group_size and the row length multiples of 32), and every
+ * group's scale s must round to an f16 s' with |s' - s| <= 2^-11 |s| (the
+ * half's unit roundoff: s zero or in the normal range; a subnormal or
+ * overflowing half would lose more). The int8 values are kept exactly, so
+ * each weight q·s becomes q·s', off by at most 2^-11 of itself. */
+int tg_l2c_q8_0_fits(const tg_l2c *c, const tg_l2c_tensor *t) {
+    uint64_t gs = (uint64_t)c->cfg.group_size;
+    if (t->kind != TG_L2C_Q8G || gs % TG_QK || t->n_dims != 2 || t->shape[1] % TG_QK) return 0;
+    for (uint64_t g = 0; g < t->n_elements / gs; g++) {
+        float s = group_scale(t, g), h = tg_f16_to_f32(tg_f32_to_f16(s));
+        if (!(fabsf(h - s) <= 0x1p-11f * fabsf(s))) return 0; /* also NaN / inf */
+    }
+    return 1;
+}
+
+/* A v2 tensor as Q8_0 blocks: 32 int8 values each, the group's scale as f16. */
+static void repack_q8_0(const tg_l2c *c, const tg_l2c_tensor *t, tg_block_q8_0 *b) {
+    const int8_t *q = t->data;
+    uint64_t gs = (uint64_t)c->cfg.group_size;
+    for (uint64_t k = 0; k < t->n_elements / TG_QK; k++) {
+        b[k].d = tg_f32_to_f16(group_scale(t, k * TG_QK / gs));
+        memcpy(b[k].qs, q + k * TG_QK, TG_QK);
+    }
+}
+
 tg_status tg_l2c_tensor_set(tg_l2c *c, tg_model_config *cfg, tg_tensor_set *ts, tg_err *err) {
     const tg_l2c_config *h = &c->cfg;
     memset(cfg, 0, sizeof *cfg);
@@ -360,6 +395,7 @@ tg_status tg_l2c_tensor_set(tg_l2c *c, tg_model_config *cfg, tg_tensor_set *ts, 
     ts->n = 0;
     for (int i = 0; i < c->n_deq; i++) free(c->deq[i]); /* a second call starts over */
     c->n_deq = 0;
+    c->n_repacked = 0;
     if (!(ts->t = calloc((size_t)c->n_tensors, sizeof *ts->t))) return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", c->name);
     if (!c->deq && !(c->deq = calloc((size_t)c->n_tensors, sizeof *c->deq))) {
         free(ts->t), ts->t = NULL, ts->n = 0;
@@ -376,7 +412,19 @@ tg_status tg_l2c_tensor_set(tg_l2c *c, tg_model_config *cfg, tg_tensor_set *ts, 
         v->type = TG_GGML_F32;
         v->nbytes = t->n_elements * 4;
         v->data = t->data;
-        if (t->kind == TG_L2C_Q8G) {
+        if (t->kind == TG_L2C_Q8G && tg_l2c_q8_0_fits(c, t)) {
+            tg_block_q8_0 *b = malloc((size_t)(t->n_elements / TG_QK) * sizeof *b);
+            if (!b) {
+                free(ts->t), ts->t = NULL, ts->n = 0;
+                return tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", c->name);
+            }
+            c->deq[c->n_deq++] = (float *)(void *)b; /* freed as any buffer of deq */
+            repack_q8_0(c, t, b);
+            v->type = TG_GGML_Q8_0;
+            v->nbytes = t->n_elements / TG_QK * sizeof *b;
+            v->data = b;
+            c->n_repacked++;
+        } else if (t->kind == TG_L2C_Q8G) {
             float *x = malloc((size_t)t->n_elements * sizeof *x);
             if (!x) {
                 free(ts->t), ts->t = NULL, ts->n = 0;

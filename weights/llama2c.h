@@ -90,8 +90,9 @@ typedef struct tg_l2c {
     size_t size;
     void *map;
     char *name;
-    float **deq;            /* v2 tensors dequantized by tg_l2c_tensor_set */
+    float **deq;            /* v2 tensors dequantized (or repacked as Q8_0) by tg_l2c_tensor_set */
     int n_deq;
+    int n_repacked;         /* of them, the ones repacked as Q8_0 (tg_l2c_q8_0_fits) */
 } tg_l2c;
 
 /* What the first bytes of a file say: TG_L2C_V1/V2 for the ak42 magic with
@@ -122,14 +123,20 @@ tg_status tg_l2c_to_f32(const tg_l2c *c, const tg_l2c_tensor *t, float *out, tg_
  * (a Q8G tensor's scales stand for their groups). */
 tg_status tg_l2c_check_finite(const tg_l2c *c, tg_err *err);
 
+/* Can v2 tensor t run natively as ggml Q8_0? group_size and its rows are
+ * multiples of 32 and every group scale rounds to f16 within 2^-11 of
+ * itself (zero or a normal half): the int8 values are kept exactly, so
+ * each weight moves by at most 2^-11 relative. */
+int tg_l2c_q8_0_fits(const tg_l2c *c, const tg_l2c_tensor *t);
+
 /* The reader side of weights/tensors.h: c's header as a tg_model_config
  * (arch llama, rope_pairs ADJACENT, rope_theta 10000, ln_eps 1e-5, n_ctx =
  * seq_len, n_kv_head, head_dim = dim / n_heads) and a set of views under
- * llama.cpp's names: fp32 tensors straight into the mapping (F32), v2 int8
- * groups dequantized to F32 buffers that c owns (tg_l2c_to_f32: no
- * tinygpt weight type holds a group of arbitrary size with an fp32 scale,
- * and Q8_0's fp16 scale would round it). The views and their names live
- * until tg_l2c_close; ts->t is freed with tg_tensor_set_free. */
+ * llama.cpp's names: fp32 tensors straight into the mapping (F32); v2 int8
+ * groups repacked as Q8_0 blocks when tg_l2c_q8_0_fits (so the int8
+ * kernels run them), else dequantized to F32 (tg_l2c_to_f32) — both into
+ * buffers c owns (c->n_repacked counts the Q8_0 ones). The views and their
+ * names live until tg_l2c_close; ts->t is freed with tg_tensor_set_free. */
 tg_status tg_l2c_tensor_set(tg_l2c *c, tg_model_config *cfg, tg_tensor_set *ts, tg_err *err);
 
 #endif

@@ -20,4 +20,7 @@ void tg_kernels_init_ops_neon(tg_kernels *k) {
     k->silu_mul = silu_mul_neon;
     k->rope = rope_neon;
     k->attn_decode_gqa = attn_decode_gqa_neon;
+    k->attn_decode_gqa_f16 = attn_decode_gqa_f16_neon;
+    k->attn_prefill_f16 = attn_prefill_f16_neon;
+    k->f32_to_f16 = f32_to_f16_neon;
 }

@@ -7,10 +7,14 @@
  *                      sums by vmull_s8 + vpadalq_s16 (any lane grouping:
  *                      the block's sum is exact either way)
  *   SUFFIX             the name suffix of the init function
+ *   qacc qacc_zero qacc_dot qacc_sum QMR   the GEMM's accumulator
+ *                      (qgemm_neon_tmpl.h)
  *
  * The shape follows engine/x86/quant_tmpl.h: T == 1 GEMV on integer block
- * dots (Q8_0/Q4_0) or widened halves (F16/BF16); T > 1 decodes
- * TG_ROW_BLOCK rows to f32 and runs the NEON f32 matmul. */
+ * dots (Q8_0/Q4_0) or widened halves (F16/BF16); T > 1 for Q8_0/Q4_0 the
+ * int8 GEMM on packed panels of W (qgemm_neon_tmpl.h: sdot by lane with
+ * dotprod, vmull_s8 + vpadalq_s16 without); T > 1 for F16/BF16 decodes
+ * ~2 MB of rows at a time to f32 and runs the NEON f32 matmul. */
 #include <arm_neon.h>
 #include <stdlib.h>
 
@@ -80,18 +84,10 @@ ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, s
     }
 }
 
+/* Y = X · Wᵀ + b for F16/BF16 (x f32 [T,IN]) through the f32 GEMM */
 static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
                          const float *b, int T, int in, int out, int o0, int o1) {
     const float *xf = x;
-    float *xd = NULL;
-    if (tg_wtype_q8_act(t)) { /* X's blocks as f32 (exact) */
-        size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
-        xd = malloc(sizeof(float) * (size_t)T * in);
-        if (!xd) abort(); /* kernels cannot fail; T·IN floats is the caller's activation size */
-        for (int r = 0; r < T; r++)
-            tg_dequantize_row(TG_WTYPE_Q8_0, xd + (size_t)r * in, (const char *)x + rb * r, in);
-        xf = xd;
-    }
     /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
      * per chunk, so chunks must not be small */
     int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
@@ -105,19 +101,41 @@ static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, siz
         tg_matmul_neon(y + oc, xf, wd, b ? b + oc : NULL, T, in, out, 0, nr);
     }
     free(wd);
-    free(xd);
 }
+
+#include "engine/arm/qgemm_neon_tmpl.h"
+
+#if QMR != 4 && QMR != 3 && QMR != 2
+#error "QMR: 2, 3 or 4"
+#endif
+Q_TILE(1)
+Q_TILE(2)
+#if QMR >= 3
+Q_TILE(3)
+#endif
+#if QMR >= 4
+Q_TILE(4)
+#endif
+static const q_tile_fn q_tiles[QMR + 1] = {
+    NULL, q_tile_1, q_tile_2,
+#if QMR >= 3
+    q_tile_3,
+#endif
+#if QMR >= 4
+    q_tile_4,
+#endif
+};
 
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else gemm_decoded(TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else qgemm_run(0, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else gemm_decoded(TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else qgemm_run(1, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,

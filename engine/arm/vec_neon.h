@@ -60,4 +60,18 @@ static inline vf vsum_lanes(const vf a[VL]) {
     return vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3]));
 }
 
+/* Two rows of VL/2 floats per vector (head size 2): a[m] holds rows 2m and
+ * 2m+1; lane r of the result = the sum of row r. */
+static inline vf vsum_halves(const vf a[VL / 2]) { return vpaddq_f32(a[0], a[1]); }
+/* lanes 0-1 = p[0], lanes 2-3 = p[1] */
+static inline vf vbcast_pair(const float *p) {
+    return vcombine_f32(vld1_dup_f32(p), vld1_dup_f32(p + 1));
+}
+/* lanes 0-1 = the low half + the high half */
+static inline vf vfold_halves(vf x) { return vaddq_f32(x, vextq_f32(x, x, 2)); }
+
+/* VL IEEE halves <-> f32 (fcvtl / fcvtn, round to nearest even) */
+static inline vf vld_h(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+static inline void vst_h(uint16_t *p, vf x) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(x))); }
+
 #endif

@@ -190,6 +190,64 @@ static void attn_decode_gqa_ref(float *o, float *p, const float *q, const float 
     }
 }
 
+/* attn_decode_gqa over an f16 cache: each element widened where it is read */
+static void attn_decode_gqa_f16_ref(float *o, float *p, const float *q, const uint16_t *k,
+                                    const uint16_t *v, int n_pos, int hs, int g, float scale,
+                                    float *ws) {
+    (void)ws;
+    for (int j = 0; j < n_pos; j++) {
+        const uint16_t *kj = k + (size_t)j * hs;
+        for (int r = 0; r < g; r++) {
+            const float *qr = q + (size_t)r * hs;
+            float s = 0.0f;
+            for (int i = 0; i < hs; i++) s += qr[i] * tg_f16_to_f32(kj[i]);
+            p[(size_t)r * n_pos + j] = s * scale;
+        }
+    }
+    for (int r = 0; r < g; r++) softmax_ref(p + (size_t)r * n_pos, n_pos);
+    for (int i = 0; i < g * hs; i++) o[i] = 0.0f;
+    for (int j = 0; j < n_pos; j++) {
+        const uint16_t *vj = v + (size_t)j * hs;
+        for (int r = 0; r < g; r++) {
+            float pj = p[(size_t)r * n_pos + j];
+            float *orow = o + (size_t)r * hs;
+            for (int i = 0; i < hs; i++) orow[i] += pj * tg_f16_to_f32(vj[i]);
+        }
+    }
+}
+
+/* attn_prefill over an f16 cache (rows hs apart), the reference's recurrence */
+static void attn_prefill_f16_ref(float *o, const float *q, const uint16_t *k, const uint16_t *v,
+                                 int T, int pos0, int hs, int ldq, int ldo, float scale,
+                                 float *ws) {
+    (void)ws;
+    for (int t = 0; t < T; t++) {
+        const float *qt = q + (size_t)t * ldq;
+        float *ot = o + (size_t)t * ldo;
+        float m = -INFINITY, l = 0.0f;
+        for (int i = 0; i < hs; i++) ot[i] = 0.0f;
+        for (int j = 0; j <= pos0 + t; j++) {
+            const uint16_t *kj = k + (size_t)j * hs, *vj = v + (size_t)j * hs;
+            float s = 0.0f;
+            for (int i = 0; i < hs; i++) s += qt[i] * tg_f16_to_f32(kj[i]);
+            s *= scale;
+            if (s == -INFINITY) continue;
+            float m_new = s > m ? s : m;
+            float corr = expf(m - m_new);
+            float e = expf(s - m_new);
+            l = l * corr + e;
+            for (int i = 0; i < hs; i++) ot[i] = ot[i] * corr + e * tg_f16_to_f32(vj[i]);
+            m = m_new;
+        }
+        float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        for (int i = 0; i < hs; i++) ot[i] *= inv;
+    }
+}
+
+static void f32_to_f16_ref(uint16_t *y, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] = tg_f32_to_f16(x[i]);
+}
+
 void tg_kernels_init_ref(tg_kernels *k) {
     k->matmul = tg_matmul_ref;
     k->softmax = softmax_ref;
@@ -204,6 +262,9 @@ void tg_kernels_init_ref(tg_kernels *k) {
     k->silu_mul = silu_mul_ref;
     k->rope = rope_ref;
     k->attn_decode_gqa = attn_decode_gqa_ref;
+    k->attn_decode_gqa_f16 = attn_decode_gqa_f16_ref;
+    k->attn_prefill_f16 = attn_prefill_f16_ref;
+    k->f32_to_f16 = f32_to_f16_ref;
     tg_kernels_init_train_ref(k);
     tg_kernels_init_quant_ref(k);
 }

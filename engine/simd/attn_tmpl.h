@@ -53,14 +53,39 @@ FN(scores_blocks)(float *s, const float *q, const float *k, int nb, const int hs
         vst(s + b * VL, vmul(FN(dot_block)(q, k + (size_t)b * VL * hs, hs), vscale));
 }
 
+/* Head size VL/2 (8 on AVX-512, a small Llama's heads), keys back to back:
+ * two keys fill one vector, so a block of VL keys is VL/2 full loads, each
+ * multiplied by q repeated in both halves, and one transposing reduction
+ * (vsum_halves) gives the VL scores: s[0, nb·VL). */
+static void FN(scores_halves)(float *s, const float *q, const float *k, int nb, vf vscale) {
+    float qq[VL];
+    for (int i = 0; i < VL / 2; i++) qq[i] = qq[i + VL / 2] = q[i];
+    const vf qv = vld(qq);
+    for (int b = 0; b < nb; b++) {
+        const float *kb = k + (size_t)b * VL * (VL / 2);
+        vf a[VL / 2];
+        for (int m = 0; m < VL / 2; m++) a[m] = vmul(qv, vld(kb + m * VL));
+        vst(s + b * VL, vmul(vsum_halves(a), vscale));
+    }
+}
+
 /* s[P] = q[HS] · K[P,HS]ᵀ · scale */
 static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
                             int hs, int ldk, float scale) {
     const vf vscale = vset(scale);
     int j0 = 0;
-    if (ldk == hs) { /* the head-major KV cache: the common head sizes unrolled */
+    if (ldk == hs && 2 * hs == VL) {
+        FN(scores_halves)(s, q, k, n_pos / VL, vscale);
+        j0 = n_pos / VL * VL;
+    } else if (ldk == hs) { /* the head-major KV cache: the common head sizes unrolled */
         const int nb = n_pos / VL;
         switch (hs) {
+        case 8: /* whole vectors only (AVX2, NEON); AVX-512 took the branch above */
+            if (8 % VL == 0) FN(scores_blocks)(s, q, k, nb, 8, vscale), j0 = nb * VL;
+            break;
+        case 16:
+            if (16 % VL == 0) FN(scores_blocks)(s, q, k, nb, 16, vscale), j0 = nb * VL;
+            break;
         case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale), j0 = nb * VL; break;
         case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale), j0 = nb * VL; break;
         case 128: FN(scores_blocks)(s, q, k, nb, 128, vscale), j0 = nb * VL; break;
@@ -87,7 +112,10 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
  * accumulators, added together at the end. */
 static inline __attribute__((always_inline)) void
 FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int nv,
-             vmask last, float corr, int keep) {
+             vmask last, const int full, float corr, int keep) {
+    /* full (a constant): the last vector is whole, plain loads (AVX2's
+     * masked load costs more than the FMA it feeds) */
+#define MIX_LAST_LD(ptr) (full ? vld(ptr) : vld_m((ptr), last))
     enum { MAX_ACC = 8 };
     const int nu = MAX_ACC / nv;
     vf acc[MAX_ACC]; /* set a, vector u at a·nv + u (nu·nv <= 8: all registers) */
@@ -97,7 +125,7 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
         const vf vcorr = vset(corr);
         TG_UNROLL8
         for (int u = 0; u < nv; u++)
-            acc[u] = vmul(u == nv - 1 ? vld_m(o + u * VL, last) : vld(o + u * VL), vcorr);
+            acc[u] = vmul(u == nv - 1 ? MIX_LAST_LD(o + u * VL) : vld(o + u * VL), vcorr);
     }
     int j = 0;
     for (; j + nu <= n; j += nu)
@@ -108,14 +136,14 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
             TG_UNROLL8
             for (int u = 0; u < nv - 1; u++)
                 acc[a * nv + u] = vfma(pj, vld(vj + u * VL), acc[a * nv + u]);
-            acc[a * nv + nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[a * nv + nv - 1]);
+            acc[a * nv + nv - 1] = vfma(pj, MIX_LAST_LD(vj + (nv - 1) * VL), acc[a * nv + nv - 1]);
         }
     for (; j < n; j++) {
         const vf pj = vset(p[j]);
         const float *vj = v + (size_t)j * ldk;
         TG_UNROLL8
         for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, vld(vj + u * VL), acc[u]);
-        acc[nv - 1] = vfma(pj, vld_m(vj + (nv - 1) * VL, last), acc[nv - 1]);
+        acc[nv - 1] = vfma(pj, MIX_LAST_LD(vj + (nv - 1) * VL), acc[nv - 1]);
     }
     /* Pairwise tree over the sets. Loop bounds constant at each level (a
      * doubling induction variable defeats GCC's complete unrolling, and the
@@ -130,29 +158,69 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
                 acc[a * nv + u] = vadd(acc[a * nv + u], acc[(a + (1 << lv)) * nv + u]);
     TG_UNROLL8
     for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[u]);
-    vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
+    if (full)
+        vst(o + (nv - 1) * VL, acc[nv - 1]);
+    else
+        vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
+#undef MIX_LAST_LD
+}
+
+/* mix for head size VL/2 with rows back to back: o[VL/2] = (keep ? o·corr :
+ * 0) + p[N] · V[N, VL/2], two rows of V per vector (p[j] broadcast to the
+ * low half, p[j+1] to the high one), four chains, the halves added at the
+ * end. */
+static void FN(mix_halves)(float *o, const float *p, const float *v, int n, float corr,
+                           int keep) {
+    enum { HS2 = VL / 2 };
+    const vmask half = vmask_first(HS2);
+    vf a0 = keep ? vmul(vld_m(o, half), vset(corr)) : vzero();
+    vf a1 = vzero(), a2 = vzero(), a3 = vzero();
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        a0 = vfma(vbcast_pair(p + j), vld(v + (size_t)j * HS2), a0);
+        a1 = vfma(vbcast_pair(p + j + 2), vld(v + (size_t)(j + 2) * HS2), a1);
+        a2 = vfma(vbcast_pair(p + j + 4), vld(v + (size_t)(j + 4) * HS2), a2);
+        a3 = vfma(vbcast_pair(p + j + 6), vld(v + (size_t)(j + 6) * HS2), a3);
+    }
+    for (; j + 2 <= n; j += 2) a0 = vfma(vbcast_pair(p + j), vld(v + (size_t)j * HS2), a0);
+    if (j < n) a1 = vfma(vset(p[j]), vld_m(v + (size_t)j * HS2, half), a1);
+    vst_m(o, half, vfold_halves(vadd(vadd(a0, a1), vadd(a2, a3))));
 }
 
 /* o[HS] = (keep ? o·corr : 0) + p[P] · V[P,HS], in column chunks of up to 8
  * vectors: each chunk is one pass over the rows of V. */
 static void FN(mix)(float *o, const float *p, const float *v, int n, int hs, int ldk,
                     float corr, int keep) {
+    if (2 * hs == VL && ldk == hs) {
+        FN(mix_halves)(o, p, v, n, corr, keep);
+        return;
+    }
     for (int c = 0; c < hs; c += 8 * VL) {
         const int w = hs - c < 8 * VL ? hs - c : 8 * VL;
         const int nv = (w + VL - 1) / VL;
         const vmask last = vmask_first(w - (nv - 1) * VL);
         float *oc = o + c;
         const float *vc = v + c;
-        switch (nv) {
-        case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, corr, keep); break;
-        case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, corr, keep); break;
-        case 3: FN(mix_cols)(oc, p, vc, n, ldk, 3, last, corr, keep); break;
-        case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, corr, keep); break;
-        case 5: FN(mix_cols)(oc, p, vc, n, ldk, 5, last, corr, keep); break;
-        case 6: FN(mix_cols)(oc, p, vc, n, ldk, 6, last, corr, keep); break;
-        case 7: FN(mix_cols)(oc, p, vc, n, ldk, 7, last, corr, keep); break;
-        default: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, corr, keep); break;
-        }
+        if (w == nv * VL) /* whole vectors: head sizes that are multiples of VL */
+            switch (nv) {
+            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 1, corr, keep); break;
+            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 1, corr, keep); break;
+            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 1, corr, keep); break;
+            case 8: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 1, corr, keep); break;
+            default: goto masked;
+            }
+        else
+        masked:
+            switch (nv) {
+            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 0, corr, keep); break;
+            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 0, corr, keep); break;
+            case 3: FN(mix_cols)(oc, p, vc, n, ldk, 3, last, 0, corr, keep); break;
+            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 0, corr, keep); break;
+            case 5: FN(mix_cols)(oc, p, vc, n, ldk, 5, last, 0, corr, keep); break;
+            case 6: FN(mix_cols)(oc, p, vc, n, ldk, 6, last, 0, corr, keep); break;
+            case 7: FN(mix_cols)(oc, p, vc, n, ldk, 7, last, 0, corr, keep); break;
+            default: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 0, corr, keep); break;
+            }
     }
 }
 
@@ -199,14 +267,32 @@ static float FN(max_of)(const float *s, int n) {
     return vhmax(acc);
 }
 
+/* y[N] = IEEE halves x[N] widened (whole vectors, then one at a time) */
+static void FN(h2f_row)(float *y, const uint16_t *x, size_t n) {
+    size_t i = 0;
+    for (; i + VL <= n; i += VL) vst(y + i, vld_h(x + i));
+    for (; i < n; i++) y[i] = tg_f16_to_f32(x[i]);
+}
+
+/* y[N] = x[N] as IEEE halves, round to nearest even */
+static void FN(f32_to_f16)(uint16_t *y, const float *x, int n) {
+    int i = 0;
+    for (; i + VL <= n; i += VL) vst_h(y + i, vld(x + i));
+    for (; i < n; i++) y[i] = tg_f32_to_f16(x[i]);
+}
+
 /* T causal queries; query t (row t of q, ldq apart) sees keys 0..pos0+t.
  * Queries go in blocks of PF_BQ and keys in blocks of PF_BK; for each
  * (query, key block) the running max m, sum l and output row are rescaled
  * by exp(m_old - m_new) (the online softmax), so only PF_BK scores exist at
  * a time and each K/V tile is reused by every query of the block. */
-static void FN(attn_prefill)(float *o, const float *q, const float *k, const float *v,
-                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
-                             float scale) {
+/* kh, vh non-NULL (a constant at each call): K and V are IEEE halves, rows
+ * hs apart, and each key block is widened into ws (K then V, PF_BK·hs
+ * floats each) once for the PF_BQ queries that visit it. */
+static inline __attribute__((always_inline)) void
+FN(prefill_core)(float *o, const float *q, const float *k, const float *v, const uint16_t *kh,
+                 const uint16_t *vh, float *ws, int T, int pos0, int hs, int ldq, int ldk,
+                 int ldo, float scale) {
     float s[PF_BK], m[PF_BQ], l[PF_BQ];
     for (int t0 = 0; t0 < T; t0 += PF_BQ) {
         const int nq = T - t0 < PF_BQ ? T - t0 : PF_BQ;
@@ -216,6 +302,14 @@ static void FN(attn_prefill)(float *o, const float *q, const float *k, const flo
         }
         const int kend = pos0 + t0 + nq; /* keys seen by the block's last query */
         for (int j0 = 0; j0 < kend; j0 += PF_BK) {
+            const float *kb = k + (size_t)j0 * ldk, *vb = v + (size_t)j0 * ldk;
+            if (kh) {
+                const size_t nb = (size_t)(kend - j0 < PF_BK ? kend - j0 : PF_BK) * hs;
+                FN(h2f_row)(ws, kh + (size_t)j0 * hs, nb);
+                FN(h2f_row)(ws + (size_t)PF_BK * hs, vh + (size_t)j0 * hs, nb);
+                kb = ws;
+                vb = ws + (size_t)PF_BK * hs;
+            }
             for (int r = 0; r < nq; r++) {
                 const int t = t0 + r;
                 const int seen = pos0 + t + 1 - j0; /* keys of this block query t sees */
@@ -224,14 +318,14 @@ static void FN(attn_prefill)(float *o, const float *q, const float *k, const flo
                 const float *qt = q + (size_t)t * ldq;
                 float *ot = o + (size_t)t * ldo;
 
-                FN(attn_scores)(s, qt, k + (size_t)j0 * ldk, nk, hs, ldk, scale);
+                FN(attn_scores)(s, qt, kb, nk, hs, ldk, scale);
                 const float bm = FN(max_of)(s, nk);
                 const float m_new = bm > m[r] ? bm : m[r];
                 /* all -inf so far: exponents relative to 0 give exp(-inf) = 0 */
                 const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
                 const float corr = expf(m[r] - m_ref);
                 l[r] = l[r] * corr + FN(exp_sum)(s, nk, m_ref);
-                FN(mix)(ot, s, v + (size_t)j0 * ldk, nk, hs, ldk, corr, j0 > 0);
+                FN(mix)(ot, s, vb, nk, hs, ldk, corr, j0 > 0);
                 m[r] = m_new;
             }
         }
@@ -246,4 +340,17 @@ static void FN(attn_prefill)(float *o, const float *q, const float *k, const flo
             }
         }
     }
+}
+
+static void FN(attn_prefill)(float *o, const float *q, const float *k, const float *v,
+                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
+                             float scale) {
+    FN(prefill_core)(o, q, k, v, NULL, NULL, NULL, T, pos0, hs, ldq, ldk, ldo, scale);
+}
+
+/* attn_prefill over an f16 cache (rows hs apart), blocks widened into ws */
+static void FN(attn_prefill_f16)(float *o, const float *q, const uint16_t *k, const uint16_t *v,
+                                 int T, int pos0, int hs, int ldq, int ldo, float scale,
+                                 float *ws) {
+    FN(prefill_core)(o, q, NULL, NULL, k, v, ws, T, pos0, hs, ldq, hs, ldo, scale);
 }

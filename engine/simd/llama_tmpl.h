@@ -124,3 +124,25 @@ static void FN(attn_decode_gqa)(float *o, float *p, const float *q, const float 
                     1.0f, j0 > 0);
     }
 }
+
+/* attn_decode_gqa over an f16 cache: each chunk of GQA_CH keys widened into
+ * ws (K for the scores, then V for the mix), the same chunks and order as
+ * above, so the same bits as attn_decode_gqa on the widened K/V. */
+static void FN(attn_decode_gqa_f16)(float *o, float *p, const float *q, const uint16_t *k,
+                                    const uint16_t *v, int n_pos, int hs, int g, float scale,
+                                    float *ws) {
+    _Static_assert(GQA_CH <= TG_KV16_BLOCK, "a chunk fits the f16 scratch");
+    for (int j0 = 0; j0 < n_pos; j0 += GQA_CH) {
+        const int nk = n_pos - j0 < GQA_CH ? n_pos - j0 : GQA_CH;
+        FN(h2f_row)(ws, k + (size_t)j0 * hs, (size_t)nk * hs);
+        for (int r = 0; r < g; r++)
+            FN(attn_scores)(p + (size_t)r * n_pos + j0, q + (size_t)r * hs, ws, nk, hs, hs, scale);
+    }
+    for (int r = 0; r < g; r++) FN(softmax)(p + (size_t)r * n_pos, n_pos);
+    for (int j0 = 0; j0 < n_pos; j0 += GQA_CH) {
+        const int nk = n_pos - j0 < GQA_CH ? n_pos - j0 : GQA_CH;
+        FN(h2f_row)(ws, v + (size_t)j0 * hs, (size_t)nk * hs);
+        for (int r = 0; r < g; r++)
+            FN(mix)(o + (size_t)r * hs, p + (size_t)r * n_pos + j0, ws, nk, hs, hs, 1.0f, j0 > 0);
+    }
+}

@@ -52,7 +52,9 @@ static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, uke
  * same run), and from L3 they tie. */
 void tg_matmul_avx512(float *y, const float *x, const float *w, const float *b, int T, int in,
                       int out, int o0, int o1) {
-    if (T == 1)
+    if (T == 1 && in <= 128 && (size_t)in * (size_t)out <= ((size_t)1 << 16))
+        matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1); /* short rows from cache */
+    else if (T == 1)
         tg_matmul_avx2(y, x, w, b, T, in, out, o0, o1);
     else
         matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);

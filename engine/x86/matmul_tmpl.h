@@ -95,8 +95,8 @@ ALWAYS_INLINE void gemv_row(float *y, const float *x, const float *w, const floa
  * is in a group depends only on its index and OUT (ranges start at
  * multiples of TG_ROW_BLOCK and end at one or at OUT), so its value does
  * not depend on o0/o1. */
-static void gemv(float *y, const float *x, const float *w, const float *b, int in, int o0,
-                 int o1) {
+ALWAYS_INLINE void gemv_body(float *y, const float *x, const float *w, const float *b,
+                             const int in, int o0, int o1) {
     int o = o0;
     for (; o < o1 && (o & 7); o++) gemv_row(y + o, x, w + (size_t)o * in, b ? b + o : NULL, in);
     for (; o + 8 <= o1; o += 8) {
@@ -108,6 +108,20 @@ static void gemv(float *y, const float *x, const float *w, const float *b, int i
         _mm256_storeu_ps(y + o, s);
     }
     for (; o < o1; o++) gemv_row(y + o, x, w + (size_t)o * in, b ? b + o : NULL, in);
+}
+
+/* The short rows of small models with IN a constant: the row loops unroll
+ * fully and the 8 rows of a group share x's loads (x stays in registers),
+ * where a variable IN reloads x for every row (stories260K's 64-wide rows:
+ * as many loads of x as of w). Same operations in the same order, so the
+ * same bits as the general case. */
+static void gemv(float *y, const float *x, const float *w, const float *b, int in, int o0,
+                 int o1) {
+    switch (in) {
+    case 64: gemv_body(y, x, w, b, 64, o0, o1); break;
+    case 128: gemv_body(y, x, w, b, 128, o0, o1); break;
+    default: gemv_body(y, x, w, b, in, o0, o1); break;
+    }
 }
 
 /* ---- Few tokens: Y[T,OUT] for T = 2..FEW_T_MAX ------------------------------ */

@@ -71,4 +71,25 @@ static inline vf vsum_lanes(const vf a[VL]) {
     return _mm256_add_ps(lo, hi);
 }
 
+/* Two rows of VL/2 floats per vector (head size 4): a[m] holds rows 2m
+ * (lanes 0-3) and 2m+1 (lanes 4-7); lane r of the result = the sum of row
+ * r. Three hadds leave row 2i in lane i and row 2i+1 in lane 4 + i. */
+static inline vf vsum_halves(const vf a[VL / 2]) {
+    vf u = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    return _mm256_permutevar8x32_ps(u, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+/* lanes 0-3 = p[0], lanes 4-7 = p[1] */
+static inline vf vbcast_pair(const float *p) {
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))),
+                                    _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
+/* lanes 0-3 = the low half + the high half */
+static inline vf vfold_halves(vf x) { return _mm256_add_ps(x, _mm256_permute2f128_ps(x, x, 1)); }
+
+/* VL IEEE halves <-> f32 (F16C, round to nearest even) */
+static inline vf vld_h(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+static inline void vst_h(uint16_t *p, vf x) {
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 #endif

@@ -82,4 +82,30 @@ static inline vf vsum_lanes(const vf a[VL]) {
     return vpair32_(vpair32_(c0, c1), vpair32_(c2, c3));
 }
 
+/* Two rows of VL/2 floats per vector (head size 8: two keys fill one zmm).
+ * vsum_halves: a[m] holds rows 2m (lanes 0-7) and 2m+1 (lanes 8-15); lane r
+ * of the result = the sum of row r's 8 lanes. The pairwise tree (128-bit
+ * quarters, then 32-bit pairs twice) leaves row 4i + b in lane 4b + i; one
+ * permute puts it back. */
+static inline vf vsum_halves(const vf a[VL / 2]) {
+    vf c0 = vpair128_(a[0], a[1]), c1 = vpair128_(a[2], a[3]);
+    vf c2 = vpair128_(a[4], a[5]), c3 = vpair128_(a[6], a[7]);
+    vf e = vpair32_(vpair32_(c0, c1), vpair32_(c2, c3));
+    const __m512i back = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(back, e);
+}
+/* lanes 0-7 = p[0], lanes 8-15 = p[1] */
+static inline vf vbcast_pair(const float *p) {
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))));
+}
+/* lanes 0-7 = the low half + the high half (the upper lanes: the same sums) */
+static inline vf vfold_halves(vf x) { return _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E)); }
+
+/* VL IEEE halves <-> f32 (AVX-512F's vcvtph2ps / vcvtps2ph, round to nearest even) */
+static inline vf vld_h(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline void vst_h(uint16_t *p, vf x) {
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 #endif

@@ -97,10 +97,10 @@ def _bytes(text):
 
 class Model:
     """A model opened from a GGUF file or a Hugging Face GPT-2 folder, with
-    its tokenizer, KV cache (n_ctx positions; 0 = the model's context) and
-    threads."""
+    its tokenizer, KV cache (n_ctx positions; 0 = the model's context;
+    kv_type "f32" or "f16") and threads."""
 
-    def __init__(self, path, threads=1, isa=None, n_ctx=0):
+    def __init__(self, path, threads=1, isa=None, n_ctx=0, kv_type=None):
         self._m = None
         self._gen = None  # the generation in progress (its C pointer), if any
         o = _lib.Options()
@@ -108,6 +108,8 @@ class Model:
         o.n_threads = int(threads)
         o.isa = isa.encode() if isa else None
         o.n_ctx = int(n_ctx)
+        self._kv_type = kv_type.encode() if kv_type else None  # kept alive for the call
+        o.kv_type = self._kv_type
         err = C.create_string_buffer(512)
         h = C.c_void_p()
         s = _L.tinygpt_open(C.byref(h), _bytes(str(path)), C.byref(o), err)

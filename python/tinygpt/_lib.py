@@ -38,7 +38,8 @@ def load():
 
 
 class Options(C.Structure):
-    _fields_ = [("n_threads", C.c_int), ("isa", C.c_char_p), ("n_ctx", C.c_int)]
+    _fields_ = [("n_threads", C.c_int), ("isa", C.c_char_p), ("n_ctx", C.c_int),
+                ("kv_type", C.c_char_p)]
 
 
 class Sampling(C.Structure):
@@ -232,6 +233,7 @@ PROTOS = {
                                          C.POINTER(p)]),
     "tinygpt_gen_next": (C.c_int, [p, C.POINTER(Token)]),
     "tinygpt_gen_stop": (None, [p]),
+    "tinygpt_gen_set_logprobs": (None, [p, C.c_int]),
     "tinygpt_gen_result": (None, [p, C.POINTER(GenerateResult)]),
     "tinygpt_gen_free": (None, [p]),
     "tinygpt_run_quality": (C.c_int, [p, i32p, C.c_size_t, C.c_int, C.POINTER(Quality)]),

@@ -15,8 +15,8 @@
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define EPS ((double)FLT_EPSILON)
 
-static const int head_sizes[] = {1,  2,  3,  5,  7,  8,  9,   15,  16,  17,  31,  32,
-                                 33, 48, 63, 64, 65, 80, 96, 127, 128, 129, 200, 256};
+static const int head_sizes[] = {1,  2,  3,  4,  5,  7,  8,   9,   15,  16,  17,  24, 31,
+                                 32, 33, 48, 63, 64, 65, 80, 96, 127, 128, 129, 200, 256};
 static const int positions[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 64, 100, 127, 129, 257, 512,
                                 1000};
 
@@ -99,9 +99,12 @@ typedef struct head_case {
     float scale;
 } head_case;
 
-static head_case head_new(ck_rng *r, int n_pos, int hs) {
+/* contiguous: rows back to back (ldk == hs, the head-major KV cache, which
+ * the kernels special-case: head size VL/2 packs two keys per vector);
+ * else a random padding, sometimes none. */
+static head_case head_make(ck_rng *r, int n_pos, int hs, int contiguous) {
     head_case c;
-    int pad = ck_randi(r, 0, 2) == 0 ? 0 : ck_randi(r, 1, 2 * hs + 3);
+    int pad = contiguous || ck_randi(r, 0, 2) == 0 ? 0 : ck_randi(r, 1, 2 * hs + 3);
     int off = pad ? ck_randi(r, 0, pad) : 0;
     c.n_pos = n_pos;
     c.hs = hs;
@@ -132,10 +135,11 @@ Test(attn, scores) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
+    for (int contig = 0; contig < 2; contig++)
     for (int hi = 0; hi < LEN(head_sizes); hi++)
         for (int pi = 0; pi < LEN(positions); pi++) {
             int hs = head_sizes[hi], P = positions[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, contig);
             float *want = ck_alloc(P), *got = ck_alloc(P), *tol = ck_alloc(P), *exact = ck_alloc(P);
             /* tol_j = (HS + 8)·eps·scale·Σ|q k_j| */
             for (int j = 0; j < P; j++) {
@@ -170,10 +174,11 @@ Test(attn, mix) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
+    for (int contig = 0; contig < 2; contig++)
     for (int hi = 0; hi < LEN(head_sizes); hi++)
         for (int pi = 0; pi < LEN(positions); pi++) {
             int hs = head_sizes[hi], P = positions[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, contig);
             float *p = ck_alloc(P);
             ck_fill(&r, p, P, 0.0f, 1.0f);
             float *want = ck_alloc(hs), *got = ck_alloc(hs), *tol = ck_alloc(hs), *exact = ck_alloc(hs);
@@ -245,10 +250,11 @@ Test(attn, decode) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
+    for (int contig = 0; contig < 2; contig++)
     for (int hi = 0; hi < LEN(head_sizes); hi++)
         for (int pi = 0; pi < LEN(positions); pi++) {
-            head_case c = head_new(&r, positions[pi], head_sizes[hi]);
-            decode_check(&ref, eng, n_eng, &c, "random");
+            head_case c = head_make(&r, positions[pi], head_sizes[hi], contig);
+            decode_check(&ref, eng, n_eng, &c, contig ? "head-major" : "random");
             head_free(&c);
         }
 }
@@ -265,12 +271,12 @@ Test(attn, decode_masked) {
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
-    static const int hss[] = {1, 7, 16, 33, 64};
+    static const int hss[] = {1, 2, 4, 7, 8, 16, 24, 33, 64};
     static const int Ps[] = {1, 3, 17, 64, 129};
     for (int hi = 0; hi < LEN(hss); hi++)
         for (int pi = 0; pi < LEN(Ps); pi++) {
             int hs = hss[hi], P = Ps[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, (hi + pi) % 2);
             for (int j = 0; j < P; j++)
                 if (ck_randi(&r, 0, 2) == 0) mask_key(&c, j);
             decode_check(&ref, eng, n_eng, &c, "some keys masked");
@@ -297,12 +303,12 @@ Test(attn, decode_nan) {
     tg_engine eng[TG_ISA_COUNT];
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
-    static const int hss[] = {1, 7, 16, 33, 64};
+    static const int hss[] = {1, 2, 4, 7, 8, 16, 24, 33, 64};
     static const int Ps[] = {1, 3, 17, 64, 129};
     for (int hi = 0; hi < LEN(hss); hi++)
         for (int pi = 0; pi < LEN(Ps); pi++) {
             int hs = hss[hi], P = Ps[pi];
-            head_case c = head_new(&r, P, hs);
+            head_case c = head_make(&r, P, hs, (hi + pi) % 2);
             float *p = ck_alloc(P), *o = ck_alloc(hs);
             int jn = ck_randi(&r, 0, P - 1), in = ck_randi(&r, 0, hs - 1);
             ((float *)c.v)[(size_t)jn * c.ldk + in] = NAN;
@@ -445,7 +451,7 @@ Test(attn, prefill) {
     ck_rng r = ck_rng_new(__func__);
     static const int Ts[] = {1, 2, 3, 7, 8, 9, 16, 17, 33, 64, 65, 128};
     static const int pos0s[] = {0, 1, 5, 63, 64, 100, 300, 900};
-    static const int hss[] = {1, 3, 7, 16, 17, 32, 33, 64, 80, 128, 256};
+    static const int hss[] = {1, 3, 4, 7, 8, 16, 17, 24, 32, 33, 64, 80, 128, 256};
     for (int ti = 0; ti < LEN(Ts); ti++)
         for (int pi = 0; pi < LEN(pos0s); pi++)
             for (int hi = 0; hi < LEN(hss); hi++) {
@@ -467,7 +473,8 @@ Test(attn, prefill_masked_nan) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int shapes[][3] = {/* T, pos0, HS */
-        {1, 0, 1}, {3, 2, 7}, {9, 0, 16}, {17, 64, 33}, {65, 10, 64}, {33, 100, 128}};
+        {1, 0, 1}, {3, 2, 7}, {9, 0, 16}, {17, 64, 33}, {65, 10, 64}, {33, 100, 128},
+        {20, 70, 8}, {9, 5, 4}, {40, 30, 24}};
     for (int s = 0; s < LEN(shapes); s++) {
         int T = shapes[s][0], pos0 = shapes[s][1], hs = shapes[s][2];
         prefill_case c = prefill_new(&r, T, pos0, hs);
@@ -594,10 +601,162 @@ Test(attn, decode_gqa) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int groups[] = {1, 2, 3, 4, 8};
-    static const int hss[] = {1, 2, 5, 8, 12, 16, 17, 32, 64, 65, 128};
-    static const int ps[] = {1, 2, 15, 63, 64, 65, 129, 300};
+    static const int hss[] = {1, 2, 4, 5, 8, 12, 16, 17, 24, 32, 64, 65, 128};
+    static const int ps[] = {1, 2, 15, 16, 17, 63, 64, 65, 129, 300, 512};
     for (int gi = 0; gi < LEN(groups); gi++)
         for (int hi = 0; hi < LEN(hss); hi++)
             for (int pi = 0; pi < LEN(ps); pi++)
                 gqa_check(&ref, eng, n_eng, &r, ps[pi], hss[hi], groups[gi]);
+}
+
+/* ---- the f16 KV cache --------------------------------------------------------- */
+
+/* n random values rounded to IEEE half: h[n] (in a float buffer with guards)
+ * and w[n], their exact f32 widening. */
+static void half_fill(ck_rng *r, uint16_t *h, float *w, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) {
+        h[i] = tg_f32_to_f16(ck_randf(r, lo, hi));
+        w[i] = tg_f16_to_f32(h[i]);
+    }
+}
+
+/* G queries over an f16 K/V head: the reference against the double oracle
+ * of the widened K/V; every ISA bit-identical to its own f32 kernel on the
+ * widened K/V, guard bytes around o, p and the scratch. */
+Test(attn, decode_gqa_f16) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int groups[] = {1, 2, 4};
+    static const int hss[] = {1, 4, 8, 16, 24, 33, 64, 128};
+    static const int ps[] = {1, 2, 17, 63, 64, 65, 129, 512};
+    for (int gi = 0; gi < LEN(groups); gi++)
+        for (int hi = 0; hi < LEN(hss); hi++)
+            for (int pi = 0; pi < LEN(ps); pi++) {
+                int g = groups[gi], hs = hss[hi], P = ps[pi];
+                size_t n = (size_t)P * hs;
+                float *kh = ck_alloc(n / 2 + 1), *vh = ck_alloc(n / 2 + 1);
+                float *k = ck_alloc(n), *v = ck_alloc(n), *q = ck_alloc((size_t)g * hs);
+                half_fill(&r, (uint16_t *)kh, k, n, -1.0f, 1.0f);
+                half_fill(&r, (uint16_t *)vh, v, n, -1.0f, 1.0f);
+                ck_fill(&r, q, (size_t)g * hs, -2.0f, 2.0f);
+                float scale = 1.0f / sqrtf((float)hs);
+                float *pw = ck_alloc((size_t)g * P), *ow = ck_alloc((size_t)g * hs);
+                float *p = ck_alloc((size_t)g * P), *o = ck_alloc((size_t)g * hs);
+                float *p32 = ck_alloc((size_t)g * P), *o32 = ck_alloc((size_t)g * hs);
+                float *ws = ck_alloc(TG_KV16_WS(hs));
+                ref.k.attn_decode_gqa_f16(ow, pw, q, (uint16_t *)kh, (uint16_t *)vh, P, hs, g, scale, ws);
+                for (int i = 0; i < g; i++) {
+                    attn_exact x = exact_new(P, hs);
+                    attn_oracle(&x, q + (size_t)i * hs, k, v, P, hs, hs, scale);
+                    CK_EXPECT_CLOSE(pw + (size_t)i * P, x.p, x.p_tol, P,
+                                    "attn_decode_gqa_f16 reference p vs double P=%d hs=%d G=%d", P, hs, g);
+                    CK_EXPECT_CLOSE(ow + (size_t)i * hs, x.o, x.o_tol, hs,
+                                    "attn_decode_gqa_f16 reference o vs double P=%d hs=%d G=%d", P, hs, g);
+                    exact_free(&x);
+                }
+                for (int e = 0; e < n_eng; e++) {
+                    const char *isa = tg_isa_name(eng[e].isa);
+                    ck_poison(p, (size_t)g * P);
+                    ck_poison(o, (size_t)g * hs);
+                    eng[e].k.attn_decode_gqa_f16(o, p, q, (uint16_t *)kh, (uint16_t *)vh, P, hs, g,
+                                                 scale, ws);
+                    eng[e].k.attn_decode_gqa(o32, p32, q, k, v, P, hs, g, scale);
+                    CK_EXPECT_GUARDS(p, "attn_decode_gqa_f16 %s p P=%d hs=%d G=%d", isa, P, hs, g);
+                    CK_EXPECT_GUARDS(o, "attn_decode_gqa_f16 %s o P=%d hs=%d G=%d", isa, P, hs, g);
+                    CK_EXPECT_GUARDS(ws, "attn_decode_gqa_f16 %s ws P=%d hs=%d G=%d", isa, P, hs, g);
+                    CK_EXPECT_BITEQUAL(p, p32, (size_t)g * P,
+                                       "attn_decode_gqa_f16 %s p vs f32 on the widened K/V P=%d hs=%d G=%d",
+                                       isa, P, hs, g);
+                    CK_EXPECT_BITEQUAL(o, o32, (size_t)g * hs,
+                                       "attn_decode_gqa_f16 %s o vs f32 on the widened K/V P=%d hs=%d G=%d",
+                                       isa, P, hs, g);
+                }
+                float *bufs[] = {kh, vh, k, v, q, pw, ow, p, o, p32, o32, ws};
+                for (int i = 0; i < LEN(bufs); i++) ck_free(bufs[i]);
+            }
+}
+
+/* T causal queries over an f16 K/V head: the reference bit-identical to
+ * the f32 reference on the widened K/V (the same recurrence on the same
+ * values), every ISA to its own f32 prefill; guards around o and ws. */
+Test(attn, prefill_f16) {
+    tg_engine ref, eng[TG_ISA_COUNT + 1];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    eng[n_eng++] = ref;
+    ck_rng r = ck_rng_new(__func__);
+    static const int shapes[][3] = {/* T, pos0, HS */
+        {1, 0, 1}, {3, 2, 7}, {9, 0, 8}, {17, 64, 16}, {20, 70, 8}, {40, 30, 24}, {65, 10, 64},
+        {33, 100, 128}, {70, 0, 4}, {8, 300, 64}};
+    for (int sh = 0; sh < LEN(shapes); sh++) {
+        int T = shapes[sh][0], pos0 = shapes[sh][1], hs = shapes[sh][2], P = pos0 + T;
+        int ldq = 3 * hs, ldo = hs + ck_randi(&r, 0, 3);
+        size_t n = (size_t)P * hs;
+        float *kh = ck_alloc(n / 2 + 1), *vh = ck_alloc(n / 2 + 1), *k = ck_alloc(n), *v = ck_alloc(n);
+        half_fill(&r, (uint16_t *)kh, k, n, -1.0f, 1.0f);
+        half_fill(&r, (uint16_t *)vh, v, n, -1.0f, 1.0f);
+        float *q = ck_alloc((size_t)(T - 1) * ldq + hs);
+        ck_fill(&r, q, ck_len(q), -2.0f, 2.0f);
+        size_t no = (size_t)(T - 1) * ldo + hs;
+        float *o = ck_alloc(no), *o32 = ck_alloc(no), *ws = ck_alloc(TG_KV16_WS(hs));
+        float scale = 1.0f / sqrtf((float)hs);
+        for (int e = 0; e < n_eng; e++) {
+            const char *isa = eng[e].isa == TG_ISA_SCALAR ? "reference" : tg_isa_name(eng[e].isa);
+            ck_poison(o, no);
+            memset(o32, 0, no * sizeof *o32);
+            memset(o, 0, no * sizeof *o);
+            eng[e].k.attn_prefill_f16(o, q, (uint16_t *)kh, (uint16_t *)vh, T, pos0, hs, ldq, ldo,
+                                      scale, ws);
+            eng[e].k.attn_prefill(o32, q, k, v, T, pos0, hs, ldq, hs, ldo, scale);
+            CK_EXPECT_GUARDS(o, "attn_prefill_f16 %s T=%d pos0=%d hs=%d", isa, T, pos0, hs);
+            CK_EXPECT_GUARDS(ws, "attn_prefill_f16 %s ws T=%d pos0=%d hs=%d", isa, T, pos0, hs);
+            CK_EXPECT_BITEQUAL(o, o32, no, "attn_prefill_f16 %s vs f32 on the widened K/V T=%d pos0=%d hs=%d",
+                               isa, T, pos0, hs);
+        }
+        float *bufs[] = {kh, vh, k, v, q, o, o32, ws};
+        for (int i = 0; i < LEN(bufs); i++) ck_free(bufs[i]);
+    }
+}
+
+/* f32 -> f16 into the cache: every ISA gives tg_f32_to_f16's bits (finite
+ * values of every magnitude, half subnormals, overflow to inf, ±0, ±inf);
+ * a NaN stays a NaN. */
+Test(attn, f32_to_f16) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    for (int n = 1; n <= 67; n += (n < 20 ? 1 : 7)) {
+        float *x = ck_alloc((size_t)n);
+        for (int i = 0; i < n; i++) {
+            float m = ck_randf(&r, -1.0f, 1.0f);
+            switch (ck_randi(&r, 0, 7)) {
+            case 0: x[i] = m * 1e-6f; break;   /* half subnormals */
+            case 1: x[i] = m * 7e4f; break;    /* past 65504: inf */
+            case 2: x[i] = i % 2 ? -0.0f : 0.0f; break;
+            case 3: x[i] = i % 2 ? -INFINITY : INFINITY; break;
+            case 4: x[i] = m * 65504.0f; break;
+            default: x[i] = ldexpf(m, ck_randi(&r, -20, 15)); break;
+            }
+        }
+        uint16_t want[67];
+        for (int i = 0; i < n; i++) want[i] = tg_f32_to_f16(x[i]);
+        float *y = ck_alloc((size_t)n / 2 + 1);
+        for (int e = 0; e < n_eng; e++) {
+            ck_poison(y, (size_t)n / 2 + 1);
+            eng[e].k.f32_to_f16((uint16_t *)y, x, n);
+            CK_EXPECT_GUARDS(y, "f32_to_f16 %s n=%d", tg_isa_name(eng[e].isa), n);
+            cr_expect(!memcmp(y, want, (size_t)n * sizeof(uint16_t)), "f32_to_f16 %s n=%d: bits differ",
+                      tg_isa_name(eng[e].isa), n);
+            float x0 = x[0];
+            x[0] = NAN;
+            eng[e].k.f32_to_f16((uint16_t *)y, x, n);
+            cr_expect(isnan(tg_f16_to_f32(((uint16_t *)y)[0])), "f32_to_f16 %s: NaN not kept",
+                      tg_isa_name(eng[e].isa));
+            x[0] = x0;
+        }
+        ck_free(x);
+        ck_free(y);
+    }
 }

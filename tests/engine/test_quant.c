@@ -269,6 +269,41 @@ Test(matmul_w, vocab) {
         }
 }
 
+/* The NEON prefill GEMM of Q8_0/Q4_0 (engine/arm/qgemm_neon_tmpl.h, sdot
+ * or plain) rounds exactly as the reference does, in its order: bit for bit
+ * the reference's output, on awkward shapes (partial panels of 8 rows,
+ * partial tiles of tokens, sub-ranges). Skipped where no NEON engine runs. */
+Test(matmul_w, neon_gemm_equals_reference) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng), neon = -1;
+    for (int e = 0; e < n_eng; e++)
+        if (eng[e].isa == TG_ISA_NEON) neon = e;
+    if (neon < 0) cr_skip_test("no NEON engine on this CPU");
+    ck_rng r = ck_rng_new(__func__);
+    static const int shapes[][3] = {{2, 32, 1}, {3, 64, 7}, {4, 96, 9}, {5, 160, 17}, {7, 768, 50},
+                                    {9, 32, 129}, {33, 256, 40}, {2, 3072, 24}};
+    static const tg_wtype qt[] = {TG_WTYPE_Q8_0, TG_WTYPE_Q4_0};
+    for (int ty = 0; ty < LEN(qt); ty++)
+        for (int s = 0; s < LEN(shapes); s++) {
+            int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+            tcase c = tc_new(&r, qt[ty], T, in, out, s & 1);
+            size_t ny = (size_t)T * out;
+            float *want = ck_alloc(ny), *got = ck_alloc(ny);
+            int o0 = out > 16 ? 16 : 0; /* a range as the pool hands it out */
+            ck_poison(want, ny);
+            run_kernel(&ref, &c, want, o0, out);
+            ck_poison(got, ny);
+            run_kernel(&eng[neon], &c, got, o0, out);
+            CK_EXPECT_GUARDS(got, "neon gemm %s", tg_wtype_name(c.type));
+            CK_EXPECT_BITEQUAL(got, want, ny, "matmul_w %s neon T=%d in=%d out=%d cols %d.. vs reference",
+                               tg_wtype_name(c.type), T, in, out, o0);
+            ck_free(want);
+            ck_free(got);
+            tc_free(&c);
+        }
+}
+
 /* Column sub-ranges as the pool hands them out; the values must not depend
  * on the range (bit for bit against one whole call). */
 Test(matmul_w, subranges_and_range_independent) {

@@ -8,7 +8,7 @@
  *   gpt_dump --bf16-act ISA    (prints 1 if that ISA's BF16 GEMM rounds X
  *                               to bfloat16: tg_engine.bf16_act)
  *
- *            [--rope-halves] [--resave OUT.gguf DTYPE]
+ *            [--rope-halves] [--resave OUT.gguf DTYPE] [--kv-f16]
  *
  * MODEL is anything tg_model_load reads (GPT-2 or Llama), or a .tgraw file: this driver's own
  * flat dump (see load_raw), which tests the forward pass independently of
@@ -19,7 +19,8 @@
  * key; zero above the diagonal). Llama only: --rope-halves reads the Q/K
  * rows as Hugging Face's halves order (a GGUF cannot say so: the test
  * writes one unpermuted); --resave writes the loaded model back with
- * tg_llama_save in DTYPE (f32|f16|bf16|q8_0|q4_0) before running. */
+ * tg_llama_save in DTYPE (f32|f16|bf16|q8_0|q4_0) before running. --kv-f16:
+ * the KV cache holds IEEE halves. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,7 @@ int main(int argc, char **argv) {
     if (argc < 4) return die("usage: gpt_dump MODEL TOKENS OUT [options]", NULL);
     const char *model_path = argv[1], *tok_path = argv[2], *out_path = argv[3];
     const char *isa = NULL, *chunks = NULL, *attn_path = NULL, *mask_spec = NULL;
+    tg_wtype kv_type = TG_WTYPE_F32;
     const char *resave = NULL, *resave_dtype = NULL;
     int threads = 1, last_only = 0, rope_halves = 0;
     for (int i = 4; i < argc; i++) {
@@ -142,6 +144,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--mask") && i + 1 < argc) mask_spec = argv[++i];
         else if (!strcmp(argv[i], "--last-only")) last_only = 1;
         else if (!strcmp(argv[i], "--rope-halves")) rope_halves = 1;
+        else if (!strcmp(argv[i], "--kv-f16")) kv_type = TG_WTYPE_F16;
         else if (!strcmp(argv[i], "--resave") && i + 2 < argc) {
             resave = argv[++i];
             resave_dtype = argv[++i];
@@ -173,7 +176,7 @@ int main(int argc, char **argv) {
     if (!tokens || N < 1) return die("no tokens in", tok_path);
 
     tg_gpt *g;
-    tg_gpt_opts opts = {threads, isa, 0};
+    tg_gpt_opts opts = {threads, isa, 0, kv_type};
     if (tg_gpt_create(&g, &m, &opts, &err)) return die("create", err.msg);
     const tg_gpt2_config *c = tg_gpt_config(g);
     int V = c->n_vocab;

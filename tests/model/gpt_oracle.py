@@ -243,9 +243,12 @@ def write_hf(folder, w, cfg, prefix):
 
 # ---- the reference -------------------------------------------------------------
 
-def reference(w, cfg, tokens, mask=None):
+def reference(w, cfg, tokens, mask=None, kv16=False, stats=None):
     """GPT-2 forward in float64 from torch.nn.functional ops. Returns the
-    logits [N, V] and the attention weights [L, H, N, N]."""
+    logits [N, V], the attention weights [L, H, N, N] and the per-row scale. kv16: K and V
+    rounded to IEEE half as the f16 KV cache stores them (float64 -> float32
+    -> half, to nearest even); stats: a dict given "score_abs", the largest
+    Σ|q_i k_i| / sqrt(HS) of any causal (query, key) pair."""
     L, H, E, C, V, Fw, tied = cfg
     d = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float64))
     N, HS = len(tokens), E // H
@@ -257,6 +260,11 @@ def reference(w, cfg, tokens, mask=None):
         h = F.layer_norm(x, (E,), d(y["ln1_w"]), d(y["ln1_b"]), EPS_LN)
         q, k, v = F.linear(h, d(y["qkv_w"]), d(y["qkv_b"])).split(E, dim=-1)
         q, k, v = (a.view(N, H, HS).transpose(0, 1) for a in (q, k, v))  # [H, N, HS]
+        if kv16:
+            k, v = k.float().half().double(), v.float().half().double()
+        if stats is not None:
+            sa = (torch.matmul(q.abs(), k.abs().transpose(1, 2)) / math.sqrt(HS)).masked_fill(~causal, 0)
+            stats["score_abs"] = max(stats.get("score_abs", 0.0), float(sa.max()))
         s = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(HS)
         p = F.softmax(s.masked_fill(~causal, float("-inf")), dim=-1)
         probs.append(p)
@@ -371,6 +379,29 @@ def main():
             write_raw(raw, w, cfg)
             tag = "%s (L=%d H=%d E=%d C=%d V=%d F=%d %s)" % (name, L, H, E, C, V, Fw,
                                                              "tied" if tied else "untied")
+
+            # The f16 KV cache (--kv-f16), every ISA: against the reference
+            # within the bound of K/V's rounding to half (relative 2^-11
+            # each: a head's output moves by at most u16·(1 + 2A)·max|v|, A
+            # the largest Σ|q k|/sqrt(HS), carried through the L layers to
+            # the logits' scale, on top of the f32 bound); against the
+            # reference that rounds K/V itself within 4x the f32 bound (our
+            # f32-close K/V can round the other way at a half-way point);
+            # never the f32 cache's logits.
+            st = {}
+            reference(w, cfg, tokens.tolist(), stats=st)
+            ref16, _ = reference(w, cfg, tokens.tolist(), kv16=True)[:2]
+            b16 = tol + (2.0 ** -11) * (1.0 + 2.0 * st["score_abs"]) * L * scale
+            for isa in isas:
+                f32l, _ = o.run(raw, tok_path, ["--isa", isa, "--chunks", "0"], N, V)
+                for chunks in ("0", "1", "7,17"):
+                    hl, _ = o.run(raw, tok_path, ["--isa", isa, "--chunks", chunks, "--kv-f16"], N, V)
+                    what = "%s %s f16 KV chunks %s" % (tag, isa, chunks)
+                    o.compare(what + " vs the f32 reference", hl, ref, b16)
+                    o.compare(what + " vs the reference with K/V in half", hl, ref16, 4.0 * tol)
+                    o.checks += 1
+                    if hl.tobytes() == f32l.tobytes():
+                        o.failures.append(what + ": the same logits as the f32 cache")
 
             # Every ISA: prefill, decode, chunked prefill, last rows only.
             for isa in isas:

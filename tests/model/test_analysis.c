@@ -80,7 +80,7 @@ static int ids[NIDS];
 static tg_gpt *create(int n_threads) {
     tg_gpt *g;
     tg_err err;
-    tg_gpt_opts o = {n_threads, NULL, 0};
+    tg_gpt_opts o = {n_threads, NULL, 0, TG_WTYPE_F32};
     cr_assert_eq(tg_gpt_create(&g, &M.m, &o, &err), TG_OK, "%s", err.msg);
     return g;
 }

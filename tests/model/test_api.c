@@ -343,6 +343,25 @@ int main(int argc, char **argv) {
               res.n_tokens);
         tinygpt_gen_free(g);
     }
+    /* without log-probabilities: the same tokens, logprob NaN; with
+     * alternatives asked for they are there all the same */
+    for (int tops = 0; tops <= 3; tops += 3) {
+        tinygpt_generate_opts g0 = go;
+        g0.top_logprobs = tops;
+        g = NULL;
+        CHECK(tinygpt_context_restore(m, ctx) == 0 && tinygpt_gen_start(m, NULL, 0, &g0, &g) == 0,
+              "gen_start (top_logprobs %d)", tops);
+        if (g) tinygpt_gen_set_logprobs(g, 0);
+        k = 0;
+        int same = 1;
+        while (g && k < a.n && tinygpt_gen_next(g, &tk) == TINYGPT_OK && tk.id >= 0) {
+            same &= tk.id == a.ids[k] && (tops ? tk.logprob == a.lp[k] : isnan(tk.logprob));
+            k++;
+        }
+        CHECK(same && k == a.n, "gen_set_logprobs(g, 0), top_logprobs %d: the same %d tokens, logprob %s",
+              tops, k, tops ? "as before" : "NaN");
+        tinygpt_gen_free(g);
+    }
     /* the callback stops it */
     memset(&e, 0, sizeof e);
     e.stop_after = 2;

@@ -62,7 +62,7 @@ static void make_model(rand_model *r, int n_head) {
 static tg_gpt *create(const rand_model *r, int n_ctx) {
     tg_gpt *g;
     tg_err err;
-    tg_gpt_opts o = {1, NULL, n_ctx};
+    tg_gpt_opts o = {1, NULL, n_ctx, TG_WTYPE_F32};
     cr_assert_eq(tg_gpt_create(&g, &r->m, &o, &err), TG_OK, "%s", err.msg);
     return g;
 }
@@ -161,5 +161,77 @@ Test(kv, fork_equals_a_fresh_run) {
     tg_gpt_free(g5);
     tg_kv_snapshot_free(s);
     tg_gpt_free(g);
+    free(r.blob);
+}
+
+static tg_gpt *create_kv(const rand_model *r, tg_wtype kv) {
+    tg_gpt *g;
+    tg_err err;
+    tg_gpt_opts o = {1, NULL, 0, kv};
+    cr_assert_eq(tg_gpt_create(&g, &r->m, &o, &err), TG_OK, "%s", err.msg);
+    return g;
+}
+
+/* The f16 cache: half the bytes; a fork equals a fresh f16 run bit for bit;
+ * a snapshot restored into a cache of the other type is rounded to half or
+ * widened (the next step's logits then within f16 rounding, 2^-11, of the
+ * f16 run's, scaled by the largest logit and the layers: from the second
+ * layer on the two caches held different values anyway); a type other
+ * than f32/f16 is refused. */
+Test(kv, f16_cache) {
+    rand_model r;
+    make_model(&r, H);
+    tg_err err;
+    tg_gpt *g32 = create_kv(&r, TG_WTYPE_F32), *g16 = create_kv(&r, TG_WTYPE_F16);
+    cr_assert_eq(tg_gpt_kv_type(g16), TG_WTYPE_F16);
+    cr_assert_eq(tg_gpt_kv_bytes(g16) * 2, tg_gpt_kv_bytes(g32));
+    float l32[V], l16[V], got[V];
+    int x = 21;
+    cr_assert_eq(tg_gpt_forward(g32, prompt, 10, 0, l32, 0, &err), TG_OK);
+    cr_assert_eq(tg_gpt_forward(g16, prompt, 10, 0, l16, 0, &err), TG_OK);
+    tg_kv_snapshot *s32, *s16;
+    cr_assert_eq(tg_gpt_snapshot(g32, &s32, &err), TG_OK);
+    cr_assert_eq(tg_gpt_snapshot(g16, &s16, &err), TG_OK);
+    cr_assert_eq(tg_gpt_forward(g16, &x, 1, 10, l16, 0, &err), TG_OK);
+    cr_assert_eq(tg_gpt_forward(g32, &x, 1, 10, l32, 0, &err), TG_OK);
+    int differ = 0;
+    for (int i = 0; i < V; i++) differ |= l16[i] != l32[i];
+    cr_assert(differ, "the f16 cache gave the f32 cache's logits");
+
+    /* a fork of the f16 cache, after the cache moved on */
+    cr_assert_eq(tg_gpt_forward(g16, prompt, 5, 0, got, 0, &err), TG_OK);
+    cr_assert_eq(tg_gpt_restore(g16, s16, &err), TG_OK);
+    cr_assert_eq(tg_gpt_forward(g16, &x, 1, 10, got, 0, &err), TG_OK);
+    cr_assert(!memcmp(got, l16, sizeof got), "f16 fork differs from the f16 run");
+
+    float amax = 0;
+    for (int i = 0; i < V; i++) amax = fmaxf(amax, fabsf(l16[i]));
+    const float tol16 = 16.0f * 0x1p-11f * amax * L;
+    /* f32 snapshot into the f16 cache: rounded to half */
+    cr_assert_eq(tg_gpt_restore(g16, s32, &err), TG_OK);
+    cr_assert_eq(tg_gpt_n_pos(g16), 10);
+    cr_assert_eq(tg_gpt_forward(g16, &x, 1, 10, got, 0, &err), TG_OK);
+    for (int i = 0; i < V; i++)
+        cr_expect(fabsf(got[i] - l16[i]) <= tol16, "logit %d: %g from an f32 snapshot vs %g", i,
+                  got[i], l16[i]);
+    /* f16 snapshot into the f32 cache: the widened values */
+    cr_assert_eq(tg_gpt_restore(g32, s16, &err), TG_OK);
+    cr_assert_eq(tg_gpt_forward(g32, &x, 1, 10, got, 0, &err), TG_OK);
+    for (int i = 0; i < V; i++)
+        cr_expect(fabsf(got[i] - l16[i]) <= tol16, "logit %d: %g widened into f32 vs %g in f16", i,
+                  got[i], l16[i]);
+    /* and back: the f32 cache restored from its own snapshot is the f32 run */
+    cr_assert_eq(tg_gpt_restore(g32, s32, &err), TG_OK);
+    cr_assert_eq(tg_gpt_forward(g32, &x, 1, 10, got, 0, &err), TG_OK);
+    cr_assert(!memcmp(got, l32, sizeof got), "f32 fork differs from the f32 run");
+
+    tg_gpt *bad;
+    tg_gpt_opts o = {1, NULL, 0, TG_WTYPE_Q8_0};
+    cr_assert_eq(tg_gpt_create(&bad, &r.m, &o, &err), TG_ERR_ARG);
+    cr_assert(strstr(err.msg, "q8_0"), "%s", err.msg);
+    tg_kv_snapshot_free(s32);
+    tg_kv_snapshot_free(s16);
+    tg_gpt_free(g32);
+    tg_gpt_free(g16);
     free(r.blob);
 }

@@ -250,3 +250,25 @@ Test(stop, random_against_the_oracle) {
         check_stops(stops, n, pieces, np, want, hit);
     }
 }
+
+/* generate's batched flushes (flush_ns): a put right after a flush leaves
+ * its bytes in the FILE's buffer; stream_finish writes the whole input. */
+Test(stream, batched_flush) {
+    size_t len = sizeof text - 1;
+    char *out = NULL;
+    size_t out_len = 0;
+    FILE *f = open_memstream(&out, &out_len);
+    cr_assert(f);
+    text_stream s;
+    stream_init(&s, f);
+    s.flush_ns = 1000000000000LL; /* 1000 s: only the first put flushes */
+    stream_put(&s, text, 1);
+    cr_assert_eq(out_len, 1, "the first put flushes");
+    for (size_t i = 1; i < len; i++) stream_put(&s, text + i, 1);
+    cr_assert_eq(out_len, 1, "puts within flush_ns of a flush are not flushed (%zu written)", out_len);
+    stream_finish(&s);
+    cr_assert_eq(out_len, len);
+    cr_assert(!memcmp(out, text, len));
+    fclose(f);
+    free(out);
+}

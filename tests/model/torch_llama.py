@@ -22,6 +22,10 @@ driver gpt_dump runs them and every logit at every position is compared:
     resaves bit-identical to the files written here in those types;
   * f16 and q8_0 weights against the reference of the dequantized model
     (q8_0: with Q8_0 activations, typed_oracle's flip bound);
+  * the f16 KV cache (--kv-f16) on every ISA and chunking: against the
+    reference within the bound of K/V's rounding to half (kv16_bound),
+    against the reference that rounds K/V itself within 4x the f32 bound,
+    never equal to the f32 cache, 3 threads bit-identical to 1, the probe;
   * a perturbed weight fails the comparison (the tolerance can fail);
   * hostile llama metadata and tensor tables fail to load with one line
     naming the problem (exit 1, never a crash).
@@ -100,10 +104,23 @@ def quant_act(x):
     return torch.from_numpy(out.astype(np.float64))
 
 
-def reference(w, s, tokens, mask=None, q8=False):
-    """Logits [N, V], attention weights [L, H, N, N], per-row scale."""
+U16 = 2.0 ** -11  # IEEE half unit roundoff
+
+
+def reference(w, s, tokens, mask=None, q8=False, q8_out=None, kv16=False, stats=None):
+    """Logits [N, V], attention weights [L, H, N, N], per-row scale. q8:
+    every matmul input quantized to Q8_0 as the engine does for integer
+    weights (or a set of the matmuls whose inputs are: "qkv", "wo", "w13",
+    "w2" in every layer, or (name, layer) in one); q8_out (default:
+    bool(q8)) the same for the classifier's. kv16: K (after RoPE) and V
+    rounded to IEEE half as an f16 KV cache stores them (float64 -> float32
+    -> half, each to nearest even). stats: a dict given "score_abs", the
+    largest Σ|q_i k_i| / sqrt(HS) of any causal (query, key) pair."""
     name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
-    qa = quant_act if q8 else (lambda t: t)
+    qsel = set(q8) if isinstance(q8, (set, frozenset)) else ({"qkv", "wo", "w13", "w2"} if q8 else set())
+
+    def qa_of(key, l):
+        return quant_act if key in qsel or (key, l) in qsel else (lambda t: t)
     N, G, half = len(tokens), H // KVH, D // 2
     pos = torch.arange(N, dtype=torch.float64)
     inv = theta ** (-torch.arange(half, dtype=torch.float64) * 2.0 / D)
@@ -121,13 +138,18 @@ def reference(w, s, tokens, mask=None, q8=False):
     causal = torch.ones(N, N, dtype=torch.bool).tril()
     probs = []
     for l, y in enumerate(w["layers"]):
-        h = qa(rms(x, y["attn_norm"]))
+        h = qa_of("qkv", l)(rms(x, y["attn_norm"]))
         q = F.linear(h, d64(y["wq"])).view(N, H, HS).transpose(0, 1)
         k = F.linear(h, d64(y["wk"])).view(N, KVH, HS).transpose(0, 1)
         v = F.linear(h, d64(y["wv"])).view(N, KVH, HS).transpose(0, 1)
         q, k = rope(q), rope(k)
+        if kv16:
+            k, v = k.float().half().double(), v.float().half().double()
         k, v = k.repeat_interleave(G, dim=0), v.repeat_interleave(G, dim=0)
         sc = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(HS)
+        if stats is not None:
+            sa = (torch.matmul(q.abs(), k.abs().transpose(1, 2)) / math.sqrt(HS)).masked_fill(~causal, 0)
+            stats["score_abs"] = max(stats.get("score_abs", 0.0), float(sa.max()))
         p = F.softmax(sc.masked_fill(~causal, float("-inf")), dim=-1)
         probs.append(p)
         o = torch.matmul(p, v)
@@ -135,11 +157,11 @@ def reference(w, s, tokens, mask=None, q8=False):
             for (ml, mh) in mask:
                 if ml == l:
                     o[mh] = 0.0
-        x = x + F.linear(qa(o.transpose(0, 1).reshape(N, H * HS)), d64(y["wo"]))
-        h = qa(rms(x, y["ffn_norm"]))
+        x = x + F.linear(qa_of("wo", l)(o.transpose(0, 1).reshape(N, H * HS)), d64(y["wo"]))
+        h = qa_of("w13", l)(rms(x, y["ffn_norm"]))
         m = F.silu(F.linear(h, d64(y["w1"]))) * F.linear(h, d64(y["w3"]))
-        x = x + F.linear(qa(m), d64(y["w2"]))
-    xf = qa(rms(x, w["out_norm"]))
+        x = x + F.linear(qa_of("w2", l)(m), d64(y["w2"]))
+    xf = (quant_act if (bool(q8) if q8_out is None else q8_out) else (lambda t: t))(rms(x, w["out_norm"]))
     logits = F.linear(xf, d64(w["output"]))
     scale = torch.matmul(xf.abs(), d64(w["output"]).abs().T).max(dim=1).values
     return logits.numpy(), torch.stack(probs).numpy(), scale.numpy()
@@ -152,6 +174,18 @@ def tolerance(s, scale):
     name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
     n = max(E, Fw, H * HS)
     return 16.0 * U * math.sqrt(n) * (2 * L + 2) * scale
+
+
+def kv16_bound(s, scale, score_abs):
+    """The f16 KV cache's bound against the f32 reference, from the rounding
+    of K and V (relative error <= u16 = 2^-11 each): a head's output moves
+    by at most u16·(1 + 2A)·max|v| to first order (V directly; K through
+    each score by u16·A, which moves the weights by 2·u16·A of their mass),
+    A the largest Σ|q k|/sqrt(HS): a worst case (every rounding aligned),
+    so no margin, carried to the logits' scale through the L attention
+    outputs, on top of the f32 bound."""
+    name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
+    return tolerance(s, scale) + U16 * (1.0 + 2.0 * score_abs) * L * scale
 
 
 def flip_bound(s, scale):
@@ -322,7 +356,8 @@ def main():
             tokens = rng.integers(0, V, size=N).astype(np.int32)
             tok_path = os.path.join(tmp, "tokens.i32")
             tokens.tofile(tok_path)
-            ref, probs, scale = reference(w, s, tokens.tolist())
+            st = {}
+            ref, probs, scale = reference(w, s, tokens.tolist(), stats=st)
             tol = tolerance(s, scale)
             path = os.path.join(tmp, name + ".gguf")
             write_gguf(path, w, s)
@@ -351,7 +386,32 @@ def main():
                     hl, _ = o.run(hv, tok_path, base + ["--chunks", chunks, "--rope-halves"], N, V)
                     o.compare("%s %s halves chunks %s" % (tag, isa, chunks), hl, ref, tol)
 
+            # the f16 KV cache: against the f32 reference within the bound of
+            # K/V's rounding; against the reference that rounds K/V to half
+            # itself within 4x the f32 bound (our K/V, f32-close to the
+            # reference's, can round the other way at a half-way point: the
+            # stories260K shape's worst row is 1.4x the f32 bound, the others
+            # under 0.6x); and never the f32 cache's logits
+            ref16, _, _ = reference(w, s, tokens.tolist(), kv16=True)
+            b16 = kv16_bound(s, scale, st["score_abs"])
+            near16 = 4.0 * tol
+            for isa in isas:
+                f32l, _ = o.run(path, tok_path, ["--isa", isa, "--chunks", "0"], N, V)
+                for chunks in ("0", "1", "7,17"):
+                    hl, _ = o.run(path, tok_path, ["--isa", isa, "--chunks", chunks, "--kv-f16"], N, V)
+                    what = "%s %s f16 KV chunks %s" % (tag, isa, chunks)
+                    o.compare(what + " vs the f32 reference", hl, ref, b16)
+                    o.compare(what + " vs the reference with K/V in half", hl, ref16, near16)
+                    o.checks += 1
+                    if hl.tobytes() == f32l.tobytes():
+                        o.failures.append(what + ": the same logits as the f32 cache")
+                many, _ = o.run(path, tok_path, ["--isa", isa, "--chunks", "1", "--kv-f16", "-t", "3"], N, V)
+                one, _ = o.run(path, tok_path, ["--isa", isa, "--chunks", "1", "--kv-f16"], N, V)
+                o.same("%s %s f16 KV decode: 3 threads vs 1" % (tag, isa), many, one)
+
             best = isas[-1]
+            pl, _ = o.run(path, tok_path, ["--isa", best, "--chunks", "5,1", "--kv-f16"], N, V, attn=True)
+            o.compare("%s f16 KV probe chunks 5,1" % tag, pl, ref, b16)
             for chunks in ("0", "1"):
                 pl, pa = o.run(path, tok_path, ["--isa", best, "--chunks", chunks, "-t", "2"], N, V,
                                attn=True)

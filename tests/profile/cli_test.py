@@ -15,6 +15,10 @@
     byte counts per run equal to the independent count;
   * the shipped checkpoints (weights/shakespeare-{1h,4h}.gguf) profile and
     bench, when the source tree has them;
+  * f16/bf16/q8_0/q4_0 models (`tinygpt quantize`): every op's weight bytes
+    in profile --json, and bench's bytes per run, equal the f32 count plus
+    what the file's tensor table (read by tests/tools/gguf_table.py, not by
+    tinygpt) says the op's matrices really hold;
   * bad flags exit 2 with a one-line message, runtime failures exit 1 and
     leave no file behind.
 
@@ -29,7 +33,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from opcount_oracle import count  # noqa: E402
+from gguf_table import n_elements, read_table  # noqa: E402
 
 OPS = ["embed", "ln_1", "qkv", "attn_scores", "attn_softmax", "attn_mix", "attn_proj",
        "ln_2", "mlp_up", "gelu", "mlp_down", "ln_f", "lm_head", "sample"]
@@ -164,6 +170,112 @@ def check_trace(path, threads):
             stack.append(end)
 
 
+TYPED_OPS = {"attn_qkv.weight": "qkv", "attn_output.weight": "attn_proj",
+             "ffn_up.weight": "mlp_up", "ffn_down.weight": "mlp_down"}
+
+
+def typed_deltas(path):
+    """(per step {op: bytes}, per token embed bytes): what the op's weights
+    hold in the file's types minus their f32 count, from the tensor table."""
+    t = read_table(path).tensors
+    extra = {name: x.nbytes - 4 * n_elements(x) for name, x in t.items()}
+    step = {op: 0 for op in OPS}
+    for name, d in extra.items():
+        part = name.split(".", 2)[-1] if name.startswith("blk.") else None
+        if part in TYPED_OPS:
+            step[TYPED_OPS[part]] += d
+    step["lm_head"] = extra["output.weight" if "output.weight" in t else "token_embd.weight"]
+    emb = t["token_embd.weight"]
+    return step, extra["token_embd.weight"] / emb.dims[1]
+
+
+LLAMA_OPS = {"attn_q.weight": "qkv", "attn_k.weight": "qkv", "attn_v.weight": "qkv",
+             "attn_output.weight": "attn_proj", "ffn_gate.weight": "mlp_up",
+             "ffn_up.weight": "mlp_up", "ffn_down.weight": "mlp_down"}
+
+
+def check_typed_llama(tmp):
+    """A Llama (stories260K converted to f32 and f16): each op's weight bytes
+    in the f16 profile minus the f32 profile's = what the f16 file's tensor
+    table says its matrices save (no f32 oracle involved)."""
+    shared = [os.path.join(SOURCE_ROOT or ".", *up, "shared", "data", "stories260K")
+              for up in ([".."], ["..", ".."])]
+    src = next((d for d in shared if os.path.isdir(d)), None)
+    if not src:
+        print("(no stories260K: Llama typed bytes skipped)")
+        return
+    files = {}
+    for typ in ("f32", "f16"):
+        files[typ] = os.path.join(tmp, f"s260-{typ}.gguf")
+        if run(["convert", os.path.join(src, "stories260K.bin"), "--tokenizer",
+                os.path.join(src, "tok512.bin"), "-o", files[typ], "--dtype", typ]).returncode:
+            return
+    t = read_table(files["f16"]).tensors
+    step = {op: 0 for op in OPS}
+    for name, x in t.items():
+        part = name.split(".", 2)[-1] if name.startswith("blk.") else None
+        if part in LLAMA_OPS:
+            step[LLAMA_OPS[part]] += x.nbytes - 4 * n_elements(x)
+    out = t.get("output.weight", t["token_embd.weight"])
+    step["lm_head"] = out.nbytes - 4 * n_elements(out)
+    per_token = (t["token_embd.weight"].nbytes - 4 * n_elements(t["token_embd.weight"])) / \
+        t["token_embd.weight"].dims[1]
+    check(step["mlp_up"] < 0, "llama f16: the file is smaller")
+    prof = {}
+    for typ, f in files.items():
+        r = run(["profile", "-m", f, "--no-roofline", "--prompt-tokens", "7", "-n", "2", "--json"])
+        if r.returncode:
+            return
+        prof[typ] = {ph["phase"]: {o["op"]: o["weight_bytes"] for o in ph["ops"]}
+                     for ph in json.loads(r.stdout)["phases"]}
+    for ph, (steps, tokens) in (("prefill", (1, 7)), ("decode", (2, 2))):
+        for op in OPS:
+            d = prof["f16"][ph][op] - prof["f32"][ph][op]
+            w = step[op] * steps + (per_token * tokens if op == "embed" else 0)
+            check(close(d, w), f"llama f16 {ph} {op}: weight bytes f16 - f32 = {d}, table {w}")
+
+
+def check_typed(model, tmp):
+    n_prompt, n_gen = 9, 3
+    for typ in ("f16", "bf16", "q8_0", "q4_0"):
+        tq = os.path.join(tmp, f"m-{typ}.gguf")
+        if run(["quantize", model, tq, "--type", typ]).returncode:
+            continue
+        step, per_token = typed_deltas(tq)
+        check(step["mlp_up"] < 0 and per_token < 0, f"{typ}: the file is smaller than f32")
+        r = run(["profile", "-m", tq, "--no-roofline", "--prompt-tokens", str(n_prompt),
+                 "-n", str(n_gen), "--json"])
+        if r.returncode:
+            continue
+        d = json.loads(r.stdout)
+        want = expected_costs(d["config"], n_prompt, n_gen)
+        for ph in d["phases"]:
+            steps, tokens = (1, n_prompt) if ph["phase"] == "prefill" else (n_gen, n_gen)
+            for o in ph["ops"]:
+                op = o["op"]
+                w = want[ph["phase"]][op]["weight_bytes"] + step[op] * steps + \
+                    (per_token * tokens if op == "embed" else 0)
+                check(close(o["weight_bytes"], w),
+                      f"{typ} {ph['phase']} {op}: weight_bytes {o['weight_bytes']} vs table {w}")
+                check(close(o["bytes"], sum(o[k] for k in COST_KEYS[1:])), f"{typ} {op}: bytes sum")
+        r = run(["bench", "-m", tq, "--no-roofline", "-p", str(n_prompt), "-n", str(n_gen),
+                 "-r", "1", "--json"])
+        if r.returncode:
+            continue
+        b = json.loads(r.stdout)
+        cfg = b["config"]
+        L, H, E, F, V = (cfg[k] for k in ("n_layer", "n_head", "n_embd", "n_ff", "n_vocab"))
+        for x in b["rows"]:
+            n = x["n_tokens"]
+            if x["test"].startswith("pp"):
+                cs, steps = [count(L, H, E, F, V, n, 0, 1)["forward"]], 1
+            else:
+                cs, steps = [count(L, H, E, F, V, 1, i, 1)["forward"] for i in range(n)], n
+            w = sum(c["weight_bytes"] + c["kv_bytes"] for c in cs) + \
+                sum(step.values()) * steps + per_token * n
+            check(close(x["bytes_per_run"], w), f"{typ} bench {x['test']}: {x['bytes_per_run']} vs table {w}")
+
+
 def main():
     global TINYGPT
     global SOURCE_ROOT
@@ -275,6 +387,10 @@ def main():
         r = run(["bench", "-m", model, "-p", "8", "-n", "4", "-r", "1", "--no-roofline"])
         table = [x for x in r.stdout.splitlines() if x.startswith("|")]
         check(len(table) == 4 and "pp8" in table[2] and "tg4" in table[3], f"bench table: {r.stdout}")
+
+        # Typed weights: bytes from the real types.
+        check_typed(model, tmp)
+        check_typed_llama(tmp)
 
         # A model from `tinygpt init` (the path a user takes).
         init = os.path.join(tmp, "init.gguf")

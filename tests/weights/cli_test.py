@@ -15,6 +15,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from gguf_table import n_elements, read_table  # noqa: E402
+
 TG, DUMP = sys.argv[1], sys.argv[2]
 failures = 0
 
@@ -81,6 +84,12 @@ def gguf_tensor_offsets(path):
         infos.append((name, take("<I"), take("<Q")))
     data0 = (p[0] + align - 1) // align * align
     return {name: (data0 + off, typ) for name, typ, off in infos}
+
+
+def raw_bytes(path, t):
+    with open(path, "rb") as f:
+        f.seek(t.offset)
+        return f.read(t.nbytes)
 
 
 def patch_f32(src, dst, name, index, value):
@@ -228,10 +237,75 @@ with tempfile.TemporaryDirectory() as tmp:
                  "n_params": info["n_params"], "head_size": 8, "vocab_only": False}.items():
         check(j.get(k) == v, f"inspect --json {k} = {j.get(k)}, want {v}")
     check(len(j["tensors"]) == 5 + 12 * L and j["tensors"][0] == {"name": "token_embd.weight", "shape": [V, E],
-                                                                  "type": "F32", "bytes": V * E * 4, "offset": 0},
+                                                                  "type": "F32", "bytes": V * E * 4, "offset": 0,
+                                                                  "resident_bytes": V * E * 4},
           f"inspect tensors {j['tensors'][:1]}")
     check(j["problems"] == [] and j["tokenizer"]["pre"] == "gpt-2", f"inspect problems {j['problems']}")
     check(j["metadata"]["general.architecture"] == "gpt2", "metadata")
+
+    # inspect of f16/bf16/q8_0/q4_0 files: every tensor's type, bytes and
+    # offset as the file's tensor table (tests/tools/gguf_table.py) has them;
+    # resident = those bytes where the model keeps the tensor in place (F32,
+    # the matrices), 4 per element where it converts to f32 (an f16/bf16
+    # position_embd); and the totals.
+    m32 = p("m32.gguf")
+    expect(["init", "--layers", "2", "--heads", "2", "--embd", "64", "--ctx", "16", "--byte-vocab",
+            "-o", m32], 0)
+    for typ in ("f16", "bf16", "q8_0", "q4_0"):
+        tq = p(f"m32-{typ}.gguf")
+        expect(["quantize", m32, tq, "--type", typ], 0)
+        tab = read_table(tq)
+        jq = json.loads(expect(["inspect", "--json", tq], 0).stdout)
+        got = {t["name"]: t for t in jq["tensors"]}
+        check(list(got) == tab.order, f"inspect {typ}: tensor names/order")
+        want_res = 0
+        for name, x in tab.tensors.items():
+            in_place = x.type == 0 or (len(x.dims) == 2 and name != "position_embd.weight")
+            res = x.nbytes if in_place else 4 * n_elements(x)
+            if name == "output.weight" and tab.kv.get("tinygpt.tied_embeddings") == 1 and \
+                    raw_bytes(tq, x) == raw_bytes(tq, tab.tensors["token_embd.weight"]):
+                res = 0  # tied: the model reads token_embd's bytes instead
+            want_res += res
+            g = got.get(name, {})
+            check(g.get("type", "").lower() == x.type_name and g.get("bytes") == x.nbytes and
+                  g.get("offset") == x.offset - tab.data_start and g.get("resident_bytes") == res and
+                  g.get("shape") == list(reversed(x.dims)),
+                  f"inspect {typ} {name}: {g} vs table {x} (resident {res})")
+        check(jq["tensor_bytes"] == sum(x.nbytes for x in tab.tensors.values()) and
+              jq["resident_bytes"] == want_res, f"inspect {typ} totals {jq['tensor_bytes']} {jq['resident_bytes']}")
+        check(typ != "f16" or tab.tensors["position_embd.weight"].type == 1,
+              "an f16 file keeps position_embd f16 (the converted case is covered)")
+        check(got["output.weight"]["resident_bytes"] == 0, f"inspect {typ}: init's tied output.weight is not read")
+        txt = expect(["inspect", tq], 0).stdout.decode()
+        tot = [x for x in txt.splitlines() if x.strip().startswith("total ")]
+        check(len(tot) == 1 and f"{jq['tensor_bytes']} bytes" in tot[0] and f"{want_res} resident" in tot[0],
+              f"inspect {typ} text total: {tot}")
+
+    # Hostile block-typed files (issue #15): a Q8_0/Q4_0 row that is not a
+    # multiple of 32, a block tensor cut short, an unknown type code. Every
+    # command that loads the file says so in one line and exits 1.
+    for typ in ("q8_0", "q4_0"):
+        src = p(f"m32-{typ}.gguf")
+        tab = read_table(src)
+        up = "blk.0.ffn_up.weight"
+        dims_at, type_at = tab.info[up]
+        raw = open(src, "rb").read()
+        last = tab.tensors[tab.order[-1]]
+        cases = []
+        bad = bytearray(raw)
+        struct.pack_into("<Q", bad, dims_at, 48)  # 64 -> 48 elements a row
+        cases.append(("row48", bytes(bad), b"block size"))
+        cases.append(("cut", raw[:last.offset + last.nbytes // 2], b"past the end"))
+        bad = bytearray(raw)
+        struct.pack_into("<I", bad, type_at, 99)
+        cases.append(("type99", bytes(bad), b"unknown tensor type 99"))
+        for label, data, needle in cases:
+            f = p(f"hostile-{typ}-{label}.gguf")
+            open(f, "wb").write(data)
+            for args in (["inspect", f], ["generate", "-m", f, "-p", "a", "-n", "1"],
+                         ["profile", "-m", f, "-p", "ab", "-n", "1", "--no-roofline"]):
+                r = expect(args, 1, needle)
+                check(r.stderr.count(b"\n") == 1, f"{typ} {label} {args[0]}: not one line: {r.stderr!r}")
 
     # tensors not packed in order: loaded through their offsets (the same
     # scores as the packed file), and inspect warns (llama.cpp wants them packed)

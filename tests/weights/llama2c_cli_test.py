@@ -68,7 +68,7 @@ def main():
             if fmt not in j["format"]:
                 failures.append(f"inspect {form}: format {j['format']!r}")
             types = {t["type"] for t in j["tensors"] if len(t["shape"]) == 2}
-            if types != ({"I8+F32"} if form == "v2" else {"F32"}):
+            if types != ({"I8+F32 as F32"} if form == "v2" else {"F32"}):  # GS 8: not Q8_0
                 failures.append(f"inspect {form}: matrix types {types}")
             if form == "v2" and "dequantized to f32" not in j.get("note", ""):
                 failures.append(f"inspect v2 does not say the int8 groups are dequantized: {j.get('note')!r}")

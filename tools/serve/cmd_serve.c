@@ -29,6 +29,7 @@
 #include "tinygpt.h"
 #include "tools/cli.h"
 #include "tools/serve/serve_req.h"
+#include "tools/utf8.h"
 
 static const char *const CMD = "serve";
 
@@ -109,8 +110,38 @@ static void sb_fmt(sbuf *b, const char *fmt, ...) {
     va_end(ap);
     if (n > 0) sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
-/* bytes[n] as a JSON string (ill-formed UTF-8 replaced by U+FFFD). */
+/* bytes[n] as a JSON string (ill-formed UTF-8 replaced by U+FFFD). A
+ * token's few bytes go straight in when they are well-formed UTF-8 (only
+ * '"', '\\' and control bytes escaped, as RFC 8259 asks): this runs for every
+ * streamed token, and cJSON's copy, print and free cost more than the
+ * token's sampling. Anything else takes the general path through cJSON. */
 static void sb_jstr(sbuf *b, const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    if (n <= 64 && !b->oom) {
+        char tmp[2 + 6 * 64];
+        size_t o = 0, i = 0;
+        tmp[o++] = '"';
+        while (i < n) {
+            unsigned char c = u[i];
+            if (c >= 0x80) {
+                size_t k = utf8_char_len(u + i, n - i);
+                if (!k) break; /* ill-formed: the general path */
+                memcpy(tmp + o, u + i, k);
+                o += k, i += k;
+                continue;
+            }
+            if (c == '"' || c == '\\') tmp[o++] = '\\', tmp[o++] = (char)c;
+            else if (c == '\n') tmp[o++] = '\\', tmp[o++] = 'n';
+            else if (c < 0x20 || c == 0x7F) o += (size_t)snprintf(tmp + o, 7, "\\u%04x", c);
+            else tmp[o++] = (char)c;
+            i++;
+        }
+        if (i == n) {
+            tmp[o++] = '"';
+            sb_put(b, tmp, o);
+            return;
+        }
+    }
     size_t fl;
     char *fixed = serve_utf8_fix(s, n, &fl);
     cJSON *j = fixed ? cJSON_CreateString(fixed) : NULL;
@@ -272,11 +303,17 @@ static void gen_opts_of(const serve_completion *r, int choice, uint64_t seed, ti
 
 static tinygpt_status start_gen(slot *sl, const serve_completion *r, const tinygpt_generate_opts *o,
                                 tinygpt_gen **g) {
+    tinygpt_status st;
     if (r->prompt.is_ids) {
         tinygpt_truncate(sl->m, 0);
-        return tinygpt_gen_start(sl->m, r->prompt.ids, r->prompt.n_ids, o, g);
+        st = tinygpt_gen_start(sl->m, r->prompt.ids, r->prompt.n_ids, o, g);
+    } else {
+        st = tinygpt_gen_start_text(sl->m, r->prompt.text, r->prompt.len, o, g);
     }
-    return tinygpt_gen_start_text(sl->m, r->prompt.text, r->prompt.len, o, g);
+    /* no logprobs asked for: skip the per-token log-softmax (most of a
+     * tiny model's step beyond the forward pass: V exps in double) */
+    if (st == TINYGPT_OK) tinygpt_gen_set_logprobs(*g, r->logprobs >= 0);
+    return st;
 }
 
 static const char *finish_reason(tinygpt_stop_reason why) {
@@ -505,14 +542,25 @@ typedef struct stream_ctx {
     int done;   /* 1: [DONE] queued */
     sbuf out;   /* bytes not yet handed to libmicrohttpd */
     size_t sent;
+    sbuf head;  /* every event's start, up to "index": (made once: id, created, model) */
 } stream_ctx;
+
+static void stream_head(stream_ctx *x) {
+    sbuf *b = &x->out;
+    if (!x->head.s) {
+        sb_str(&x->head, "data: ");
+        sb_head(&x->head, x->s, "text_completion", x->me, x->id);
+        sb_str(&x->head, ",\"choices\":[{\"index\":");
+        if (x->head.oom) b->oom = 1;
+    }
+    if (x->head.s) sb_put(b, x->head.s, x->head.len);
+}
 
 static void stream_chunk(stream_ctx *x, const char *text, size_t len, const tinygpt_token *t,
                          const char *finish) {
     sbuf *b = &x->out;
-    sb_str(b, "data: ");
-    sb_head(b, x->s, "text_completion", x->me, x->id);
-    sb_fmt(b, ",\"choices\":[{\"index\":%d,\"text\":", x->choice);
+    stream_head(x);
+    sb_fmt(b, "%d,\"text\":", x->choice);
     sb_jstr(b, text, len);
     if (t && x->req.logprobs >= 0) {
         sb_str(b, ",\"logprobs\":{\"tokens\":[");
@@ -533,9 +581,8 @@ static void stream_chunk(stream_ctx *x, const char *text, size_t len, const tiny
  * tokens' columns, as a plain completion's start. */
 static void stream_echo(stream_ctx *x, const char *text, size_t len, const choice_acc *a) {
     sbuf *b = &x->out;
-    sb_str(b, "data: ");
-    sb_head(b, x->s, "text_completion", x->me, x->id);
-    sb_fmt(b, ",\"choices\":[{\"index\":%d,\"text\":", x->choice);
+    stream_head(x);
+    sb_fmt(b, "%d,\"text\":", x->choice);
     sb_jstr(b, text, len);
     if (a) {
         sb_str(b, ",\"logprobs\":{\"tokens\":[");
@@ -642,6 +689,7 @@ static void stream_free(void *cls) {
     release(x->s, x->sl);
     serve_completion_free(&x->req);
     free(x->out.s);
+    free(x->head.s);
     free(x);
 }
 
@@ -1251,6 +1299,7 @@ static void help(FILE *f) {
             "                      (default 1M)\n"
             "  --max-tokens N      largest max_tokens a request may ask for, [1, 1000000]\n"
             "                      (default 4096)\n"
+            "  --kv-type TYPE      KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
             "\n"
             "Serves POST /v1/completions (OpenAI's fields, streamed as server-sent events\n"
             "with \"stream\": true, plus top_k, min_p, repeat_penalty), GET /v1/models,\n"
@@ -1314,7 +1363,7 @@ static void close_models(server *s) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *host = "127.0.0.1", *api_key = NULL;
+    const char *host = "127.0.0.1", *api_key = NULL, *kv_type = NULL;
     int port = 8080, threads = 1, parallel = 1, queue = 16, max_tokens = 4096;
     n_models_arg = 0;
     g_max_body = (size_t)1 << 20;
@@ -1328,11 +1377,14 @@ int cmd_serve(int argc, char **argv) {
         {CLI_STR("--api-key", NULL, &api_key)},
         {CLI_CALL("--max-body", NULL, parse_body, NULL)},
         {CLI_INT("--max-tokens", NULL, &max_tokens, 1, 1000000)},
+        {CLI_STR("--kv-type", NULL, &kv_type)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
     if (api_key && !*api_key) return cli_usage(CMD, "--api-key must not be empty");
+    if (kv_type && strcmp(kv_type, "f32") && strcmp(kv_type, "f16"))
+        return cli_usage(CMD, "--kv-type: '%s' is not one of f32, f16", kv_type);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
         return cli_usage(CMD, "--host must be an IPv4 address such as 127.0.0.1, not '%s'", host);
@@ -1362,6 +1414,7 @@ int cmd_serve(int argc, char **argv) {
     tinygpt_options mo;
     tinygpt_options_init(&mo);
     mo.n_threads = threads / parallel > 0 ? threads / parallel : 1;
+    mo.kv_type = kv_type;
     int code = EXIT_OK;
     for (int i = 0; i < n_models_arg; i++) {
         model_entry *me = &s.models[s.n_models];

@@ -361,7 +361,7 @@ static int compare(const cJSON *root, serve_compare *r, serve_error *e) {
     r->agreement = 1;
     if ((rc = get_int(root, "window", 2, 1 << 24, &v, e)) < 0) return -1;
     if (rc) r->window = (int)v;
-    if ((rc = get_int(root, "head_tokens", 2, SERVE_MAX_COMPARE_TOKENS, &v, e)) < 0) return -1;
+    if ((rc = get_int(root, "head_tokens", 2, SERVE_MAX_HEAD_TOKENS, &v, e)) < 0) return -1;
     if (rc) r->head_tokens = (int)v;
     if ((rc = get_int(root, "seed", 0, 2147483647.0, &v, e)) < 0) return -1;
     if (rc) r->seed = (uint64_t)v;

@@ -13,8 +13,10 @@
 #define SERVE_MAX_STOP_LEN 256  /* bytes per stop string */
 #define SERVE_MAX_LOGPROBS 20   /* alternatives per token */
 #define SERVE_MAX_ATTN_TOP 100  /* next-token alternatives of /v1/attention */
-#define SERVE_MAX_COMPARE_TOKENS 65536 /* head_tokens of /v1/compare (and the text's
-                                          tokens, checked by the server) */
+#define SERVE_MAX_COMPARE_TOKENS 65536 /* the text's tokens of /v1/compare (checked
+                                          by the server) */
+#define SERVE_MAX_HEAD_TOKENS 8192 /* its head_tokens: every head's ablation is a pass
+                                      over them, and a compare cannot be cancelled */
 
 /* Per-request limits the server sets (from its options). */
 typedef struct serve_limits {
@@ -83,7 +85,7 @@ typedef struct serve_compare {
     size_t len;
     int window;           /* 0 (default): the smaller context; else >= 2 (the server
                              checks it against the contexts) */
-    int head_tokens;      /* [2, SERVE_MAX_COMPARE_TOKENS] (default 2048, compare's) */
+    int head_tokens;      /* [2, SERVE_MAX_HEAD_TOKENS] (default 2048, compare's) */
     uint64_t seed;        /* of the induction sequences, [0, 2^31-1] (default 1) */
     int agreement;        /* 0: leave out top-1 agreement and KL (default 1) */
 } serve_compare;

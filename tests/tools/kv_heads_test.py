@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""kv_heads_test.py — compare and profile report grouped-query attention.
+
+Three random Llamas from `tinygpt init --arch llama` with 8 query heads and
+8, 2 and 1 KV heads (MHA, GQA, MQA; head size 8, 2 layers). Checked against
+the definitions, not against tinygpt's own numbers:
+
+  * compare --json (and the text): n_kv_head; KV bytes per token =
+    L · 2 · KVH · HS · 4 (f32 K and V) and per full context = that · C;
+    between two models they differ by exactly n_head / n_kv_head; every
+    per-head row names its KV group, head // (H / KVH);
+  * profile --json: the same in "config"; --ctx-sweep's kv_bytes per step
+    = (ctx + 1) positions · KV bytes per token (the step reads the cache
+    and its own new row), in JSON and text (KiB);
+  * inspect says the KV heads and the kind (MHA/GQA/MQA).
+
+usage: kv_heads_test.py TINYGPT
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+EXE = sys.argv[1]
+failures, checks = [], 0
+L, H, E, C = 2, 8, 64, 64
+HS = E // H
+
+
+def check(ok, what):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(what)
+
+
+def run(*args):
+    r = subprocess.run([EXE] + list(args), capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+    return r.stdout
+
+
+def per_token(kvh):
+    return L * 2 * kvh * HS * 4
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="tg-kvh-") as tmp:
+        text = os.path.join(tmp, "text.txt")
+        with open(text, "w") as f:
+            f.write("Once upon a time there was a little dog who liked to run in the park. " * 6)
+        models = {}
+        for kvh in (8, 2, 1):
+            p = os.path.join(tmp, "kv%d.gguf" % kvh)
+            subprocess.run([EXE, "init", "--arch", "llama", "--layers", str(L), "--heads", str(H), "--kv-heads",
+                            str(kvh), "--embd", str(E), "--ctx", str(C), "--byte-vocab", "--seed", str(kvh),
+                            "-o", p], check=True, capture_output=True)
+            models[kvh] = p
+            kind = "MHA" if kvh == H else "MQA" if kvh == 1 else "GQA"
+            check("kv heads %d (%s)" % (kvh, kind) in run("inspect", p), "inspect kv%d: no 'kv heads %d (%s)'"
+                  % (kvh, kvh, kind))
+        for a, b in ((8, 2), (8, 1), (2, 1)):
+            j = json.loads(run("compare", models[a], models[b], "-f", text, "--json", "--no-agreement",
+                               "--isa", "scalar"))
+            ms = j["models"]
+            for m, kvh in zip(ms, (a, b)):
+                tag = "compare kv%d vs kv%d, model kv%d" % (a, b, kvh)
+                check(m["n_kv_head"] == kvh and m["n_head"] == H and m["head_size"] == HS,
+                      "%s: n_kv_head %s n_head %s head_size %s" % (tag, m["n_kv_head"], m["n_head"], m["head_size"]))
+                check(m["kv_bytes_per_token"] == per_token(kvh), "%s: kv_bytes_per_token %s, want %d" %
+                      (tag, m["kv_bytes_per_token"], per_token(kvh)))
+                check(m["kv_bytes_per_context"] == per_token(kvh) * C, "%s: kv_bytes_per_context %s, want %d" %
+                      (tag, m["kv_bytes_per_context"], per_token(kvh) * C))
+                rows = [(r["layer"], r["head"], r["kv_head"]) for r in m["heads"]]
+                want = [(l, h, h // (H // kvh)) for l in range(L) for h in range(H)]
+                check(rows == want, "%s: per-head KV groups %s, want %s" % (tag, rows, want))
+            for key in ("kv_bytes_per_token", "kv_bytes_per_context"):
+                check(ms[0][key] * b == ms[1][key] * a and ms[0][key] // ms[1][key] == a // b,
+                      "compare kv%d vs kv%d: %s %s vs %s, not a ratio of %d" % (a, b, key, ms[0][key], ms[1][key],
+                                                                             a // b))
+            txt = run("compare", models[a], models[b], "-f", text, "--no-agreement", "--isa", "scalar")
+            rows = {ln.split("  ")[0].strip(): ln.split()[-2:] for ln in txt.splitlines()
+                    if ln.startswith(("kv heads", "KV bytes/token", "KV bytes/context"))}
+            check(rows.get("kv heads") == [str(a), str(b)] and
+                  rows.get("KV bytes/token") == [str(per_token(a)), str(per_token(b))] and
+                  rows.get("KV bytes/context") == [str(per_token(a) * C), str(per_token(b) * C)],
+                  "compare text kv%d vs kv%d: %s" % (a, b, rows))
+        for kvh, p in models.items():
+            j = json.loads(run("profile", "-m", p, "--json", "--no-roofline", "--isa", "scalar", "-n", "2",
+                               "--prompt-tokens", "4"))
+            c = j["config"]
+            check(c["n_kv_head"] == kvh and c["kv_bytes_per_token"] == per_token(kvh) and
+                  c["kv_bytes_per_context"] == per_token(kvh) * C and c["head_size"] == HS,
+                  "profile kv%d config %s" % (kvh, c))
+            ctxs = (8, 40)
+            j = json.loads(run("profile", "-m", p, "--json", "--no-roofline", "--isa", "scalar", "--ctx-sweep",
+                               ",".join(map(str, ctxs)), "--sweep-steps", "2"))
+            got = [(r["ctx"], r["kv_bytes"]) for r in j["ctx_sweep"]]
+            want = [(x, (x + 1) * per_token(kvh)) for x in ctxs]
+            check(got == want, "profile --ctx-sweep kv%d: kv_bytes %s, want %s" % (kvh, got, want))
+            check(j["config"]["n_kv_head"] == kvh, "profile --ctx-sweep kv%d: config %s" % (kvh, j["config"]))
+            txt = run("profile", "-m", p, "--no-roofline", "--isa", "scalar", "--ctx-sweep",
+                      ",".join(map(str, ctxs)), "--sweep-steps", "2")
+            kib = {}
+            for ln in txt.splitlines():
+                f = ln.split()
+                if f and f[0].isdigit() and int(f[0]) in ctxs:
+                    kib[int(f[0])] = f[-1]
+            check(kib == {x: "%.1f" % ((x + 1) * per_token(kvh) / 1024) for x in ctxs},
+                  "profile --ctx-sweep text kv%d: KV KiB %s" % (kvh, kib))
+    for f in failures:
+        print("FAIL", f)
+    print("kv_heads_test: %d checks, %d failed" % (checks, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
