@@ -371,6 +371,8 @@ def echo_logprob_checks(port):
     gen = [json.loads(e)["choices"][0]["logprobs"] for e in events[1:-1]]
     ck.check([g["token_logprobs"][0] for g in gen if g] == plain["logprobs"]["token_logprobs"],
              "streamed echo + logprobs: then the generated tokens' (== without echo)")
+    ck.check([g["text_offset"][0] for g in gen if g] == offs[n:],
+             "streamed echo + logprobs: each token's text_offset == the plain response's")
     # a prompt of ids, and logprobs 0 (no alternatives)
     st, h, b = request(port, "POST", "/v1/completions", dict(prompt=ids[:10], echo=True, logprobs=0, max_tokens=1, seed=4))
     l0 = json.loads(b)["choices"][0]["logprobs"]

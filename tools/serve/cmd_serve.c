@@ -540,6 +540,7 @@ typedef struct stream_ctx {
     int choice; /* the choice running (or next) */
     tinygpt_gen *g;
     int done;   /* 1: [DONE] queued */
+    size_t text_bytes; /* the choice's text before the next token (text_offset, as a plain one's) */
     sbuf out;   /* bytes not yet handed to libmicrohttpd */
     size_t sent;
     sbuf head;  /* every event's start, up to "index": (made once: id, created, model) */
@@ -569,7 +570,8 @@ static void stream_chunk(stream_ctx *x, const char *text, size_t len, const tiny
         sb_num(b, t->logprob);
         sb_str(b, "],\"top_logprobs\":[");
         sb_top(b, x->sl, t);
-        sb_fmt(b, "],\"text_offset\":[0]},\"token_id\":%d", t->id);
+        sb_fmt(b, "],\"text_offset\":[%zu]},\"token_id\":%d", x->text_bytes, t->id);
+        x->text_bytes += t->piece_len;
     } else {
         sb_str(b, ",\"logprobs\":null");
     }
@@ -611,6 +613,7 @@ static int stream_step(stream_ctx *x) {
         }
         tinygpt_generate_opts o;
         gen_opts_of(&x->req, x->choice, x->seed, &o);
+        x->text_bytes = 0;
         /* echo: the prompt as the choice's first event (with logprobs, its
          * tokens' columns: their eval comes before the generation's prefill) */
         choice_acc a = {0};
@@ -627,7 +630,10 @@ static int stream_step(stream_ctx *x) {
             serve_fail(&e, 500, "", "generation failed: %s", tinygpt_last_error(x->sl->m));
             failed = 1;
         }
-        if (!failed && echo) stream_echo(x, echo, echo_len, x->req.logprobs >= 0 ? &a : NULL);
+        if (!failed && echo) {
+            stream_echo(x, echo, echo_len, x->req.logprobs >= 0 ? &a : NULL);
+            x->text_bytes = echo_len;
+        }
         free(echo);
         free(a.text.s), free(a.tokens.s), free(a.lps.s), free(a.tops.s), free(a.offs.s);
         if (!failed && x->req.echo) return 0;
