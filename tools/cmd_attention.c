@@ -19,8 +19,8 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt attention [-m MODEL] [-p PROMPT] [--layer L] [--head H] [--query I]\n"
             "                         [--svg FILE] [--log] [--json] [-t THREADS] [--isa ISA]\n"
-            "  -m, --model MODEL    GGUF file or Hugging Face GPT-2 folder (default: the\n"
-            "                       shipped model, or $TINYGPT_MODEL)\n"
+            "  -m, --model MODEL    GGUF, HF GPT-2/Llama folder or llama2.c .bin (default:\n"
+            "                       the shipped model, or $TINYGPT_MODEL)\n"
             "  -p, --prompt PROMPT  the text whose attention is shown, at most the context in\n"
             "                       tokens (default: \"%s\")\n"
             "  --layer L            show only layer L, [0, layers-1] (default: all), in the bars\n"

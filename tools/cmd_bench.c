@@ -35,8 +35,8 @@ static void usage_text(FILE *f) {
     fprintf(f,
             "usage: tinygpt bench [-m MODEL] [-t 1,2] [-p 128,512] [-n 128] [-r 5] [--isa ISA]\n"
             "                     [--json] [--no-roofline] [--probe-seconds S]\n"
-            "  -m, --model MODEL        GGUF file or Hugging Face GPT-2 folder (default: the\n"
-            "                           shipped model, or $TINYGPT_MODEL)\n"
+            "  -m, --model MODEL        GGUF, HF GPT-2/Llama folder or llama2.c .bin (default:\n"
+            "                           the shipped model, or $TINYGPT_MODEL)\n"
             "  -t, --threads LIST       thread counts, each in [1, 256], at most 16 (default 1)\n"
             "  -p, --n-prompt LIST      prompt lengths: one prefill of N tokens per run, each in\n"
             "                           [1, the context] (default 128; 0 skips)\n"

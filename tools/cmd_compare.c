@@ -61,7 +61,7 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt compare A B -f TEXT [-p PROMPT] [--ctx N] [--svg DIR] [--json]\n"
             "                        [--head-tokens N] [--seed S] [--no-agreement] [-t THREADS] [--isa ISA]\n"
-            "  A, B                two models (GGUF files or Hugging Face GPT-2 folders)\n"
+            "  A, B                two models (GGUF, HF GPT-2/Llama folders, llama2.c .bin)\n"
             "  -f, --file TEXT     the text both are scored on (e.g. held-out data; '-':\n"
             "                      standard input)\n"
             "  --max-input B       read at most B bytes of TEXT, [1, 2^40]; K/M/G suffixes\n"

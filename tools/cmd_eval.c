@@ -37,8 +37,8 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt eval [-m MODEL] -f TEXT [--ctx N] [--stride S | --first-half] [--json]\n"
             "                    [-t THREADS] [--isa ISA]\n"
-            "  -m, --model MODEL   GGUF file or Hugging Face GPT-2 folder (default: the shipped\n"
-            "                      model, or $TINYGPT_MODEL)\n"
+            "  -m, --model MODEL   GGUF, HF GPT-2/Llama folder or llama2.c .bin (default:\n"
+            "                      the shipped model, or $TINYGPT_MODEL)\n"
             "  -f, --file TEXT     the text to score ('-': standard input)\n"
             "  --max-input B       read at most B bytes of TEXT, [1, 2^40]; K/M/G suffixes\n"
             "                      (default 64M)\n"

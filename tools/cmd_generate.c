@@ -29,8 +29,8 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: tinygpt generate [-m MODEL] [-p PROMPT | -f FILE | --prompt-ids IDS] [-n N]\n"
             "                        [options]\n"
-            "  -m, --model MODEL     GGUF file or Hugging Face GPT-2 folder (default: the\n"
-            "                        shipped model, or $TINYGPT_MODEL)\n"
+            "  -m, --model MODEL     GGUF, HF GPT-2/Llama folder or llama2.c .bin (default:\n"
+            "                        the shipped model, or $TINYGPT_MODEL)\n"
             "  -p, --prompt PROMPT   the prompt; <|endoftext|> spelled out is that token\n"
             "  -f, --file FILE       the prompt from a file; '-' is standard input (default:\n"
             "                        standard input when it is not a terminal and neither -p\n"

@@ -26,7 +26,7 @@ static const command commands[] = {
     {"eval", cmd_eval, "score a text: nats/token, perplexity, nats/byte"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"inspect", cmd_inspect, "describe a model file or folder"},
-    {"convert", cmd_convert, "convert a Hugging Face GPT-2 folder to GGUF"},
+    {"convert", cmd_convert, "convert a Hugging Face folder or llama2.c checkpoint to GGUF"},
     {"init", cmd_init, "write a randomly initialised GPT-2 or Llama"},
     {"quantize", cmd_quantize, "rewrite a model's matrices as f16/bf16/q8_0/q4_0"},
     {"train", cmd_train, "train a GPT-2 on a text file"},

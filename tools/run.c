@@ -45,8 +45,8 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
         return cli_error(cmd,
                          "no model given and the default model weights/shakespeare-4h.gguf "
                          "is not there yet (it is trained by `tinygpt train`); pass -m MODEL: "
-                         "a GGUF file or a Hugging Face GPT-2 folder (config.json, "
-                         "model.safetensors, vocab.json, merges.txt), or set $TINYGPT_MODEL");
+                         "a GGUF file, a Hugging Face GPT-2 or Llama folder, or a llama2.c "
+                         "checkpoint (with --tokenizer), or set $TINYGPT_MODEL");
     rc->model_path = model_path;
     tg_err err = {{0}};
     if (tg_model_load(&rc->model, model_path, o->no_check ? TG_LOAD_NO_CHECK : 0, &err)) {
