@@ -41,6 +41,8 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 from gguf_table import read_table  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "model"))
+import gpt_oracle as go  # noqa: E402  (the byte tokens and GGUF key/value writer)
 
 TYPES = [("f16", []), ("bf16", []), ("q8_0", []), ("q4_0", []),
          ("q4_0", ["--keep-output", "q8_0"])]
@@ -125,24 +127,12 @@ def vocab_gguf(path, V):
     """A vocabulary-only GGUF of V tokens (256 byte tokens in GPT-2's
     byte-to-unicode order, filler pieces, <|endoftext|> last; no merges) for
     `tinygpt init --vocab-from`."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    toks = [chr(c) for c in cs] + [f"<filler{i}>" for i in range(V - 257)] + ["<|endoftext|>"]
-
-    def s(x):
-        b = x.encode()
-        return struct.pack("<Q", len(b)) + b
-    kvs = [s("general.architecture") + struct.pack("<I", 8) + s("gpt2"),
-           s("tokenizer.ggml.model") + struct.pack("<I", 8) + s("gpt2"),
-           s("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, len(toks)) + b"".join(map(s, toks)),
-           s("tokenizer.ggml.merges") + struct.pack("<IIQ", 9, 8, 0),
-           s("tokenizer.ggml.eos_token_id") + struct.pack("<II", 4, V - 1)]
+    toks = go.vocab_tokens(257)[:256] + [f"<filler{i}>" for i in range(V - 257)] + ["<|endoftext|>"]
+    kvs = [go.gguf_kv("general.architecture", go.GGUF_STR, "gpt2"),
+           go.gguf_kv("tokenizer.ggml.model", go.GGUF_STR, "gpt2"),
+           go.gguf_kv("tokenizer.ggml.tokens", go.GGUF_ARR, (go.GGUF_STR, toks)),
+           go.gguf_kv("tokenizer.ggml.merges", go.GGUF_ARR, (go.GGUF_STR, [])),
+           go.gguf_kv("tokenizer.ggml.eos_token_id", go.GGUF_U32, V - 1)]
     with open(path, "wb") as f:
         f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs))
 
