@@ -24,6 +24,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "weights"))
 import llama_files as lf  # noqa: E402
 import llama_ref  # noqa: E402
+import typed_oracle as to  # noqa: E402
 
 DUMP, TINYGPT = sys.argv[1], sys.argv[2]
 failures, checks, worst = [], 0, 0.0
@@ -32,12 +33,6 @@ failures, checks, worst = [], 0, 0.0
 def isas():
     r = subprocess.run([DUMP, "--isas"], capture_output=True, text=True, check=True)
     return r.stdout.split()
-
-
-def bf16_rounds(isa):
-    """The ISA's BF16 prefill GEMM rounds X to bfloat16 (AVX512-BF16)"""
-    r = subprocess.run([DUMP, "--bf16-act", isa], capture_output=True, text=True, check=True)
-    return r.stdout.strip() == "1"
 
 
 def logits(model, tokens, tmp, args, env=None):
@@ -114,7 +109,7 @@ def main():
                     tol = m.tolerance()
                     try:
                         for isa in the_isas:
-                            if form == "hf-BF16" and bf16_rounds(isa):
+                            if form == "hf-BF16" and to.bf16_rounds(DUMP, isa):
                                 # the vdpbf16ps GEMM rounds X to bfloat16 (2^-8 relative
                                 # per input: its exact bound is tests/engine/test_quant.c's
                                 # and typed_oracle's rounded reference). Here: the f32

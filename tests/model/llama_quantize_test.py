@@ -126,12 +126,6 @@ def expected_type(name, shape, typ, out_typ, tied):
     return t
 
 
-def bf16_rounds(driver, isa):
-    """The ISA's BF16 prefill GEMM rounds X to bfloat16 (AVX512-BF16)"""
-    r = subprocess.run([driver, "--bf16-act", isa], capture_output=True, text=True, check=True)
-    return r.stdout.strip() == "1"
-
-
 def main():
     driver, exe, root = sys.argv[1], sys.argv[2], sys.argv[3]
     tokbin = os.path.join(spm_oracle.shared_dir(root), "data", "stories260K", "tok512.bin")
@@ -227,7 +221,7 @@ def main():
                     for chunks in ("0", "1"):
                         got, _ = o.run(out, tok_path, ["--isa", isa, "--chunks", chunks], C, V)
                         what = "%s %s chunks %s" % (tag, isa, chunks)
-                        if typ == "bf16" and chunks == "0" and bf16_rounds(driver, isa):
+                        if typ == "bf16" and chunks == "0" and to.bf16_rounds(driver, isa):
                             # the vdpbf16ps prefill GEMM rounds X to bfloat16 (its bound is
                             # test_quant's and typed_oracle's rounded reference): the strict
                             # f32-activation check runs with the feature masked, and the

@@ -233,13 +233,19 @@ def check(o, typ, what, got, ref, cfg, scale, rounds=False):
     return o.compare(what, got, ref, go.tolerance(cfg, scale))
 
 
+def bf16_rounds(driver, isa):
+    """gpt_dump DRIVER says whether ISA's BF16 prefill GEMM rounds X to
+    bfloat16 (AVX512-BF16's vdpbf16ps: tg_engine.bf16_act)"""
+    r = subprocess.run([driver, "--bf16-act", isa], capture_output=True, text=True, check=True)
+    return r.stdout.strip() == "1"
+
+
 def main():
     driver = sys.argv[1]
     isas = subprocess.run([driver, "--isas"], capture_output=True, text=True, check=True).stdout.split()
     print("ISAs:", " ".join(isas))
-    bf16_rounds = {isa: subprocess.run([driver, "--bf16-act", isa], capture_output=True, text=True,
-                                       check=True).stdout.strip() == "1" for isa in isas}
-    print("BF16 GEMM rounds X to bfloat16:", " ".join(i for i in isas if bf16_rounds[i]) or "none")
+    rounds_of = {isa: bf16_rounds(driver, isa) for isa in isas}
+    print("BF16 GEMM rounds X to bfloat16:", " ".join(i for i in isas if rounds_of[i]) or "none")
     with tempfile.TemporaryDirectory(prefix="tg-typed-") as tmp:
         o = go.Oracle(driver, tmp)
         for si, (name, L, H, E, C, V, Fw, tied) in enumerate(SHAPES):
@@ -263,7 +269,7 @@ def main():
                 worst_cost = 0.0
                 for isa in isas:
                     base = ["--isa", isa]
-                    rounds = typ == "bf16" and bf16_rounds[isa]
+                    rounds = typ == "bf16" and rounds_of[isa]
                     runs = {}
                     for label, chunks in (("prefill", "0"), ("decode", "1"), ("chunks 7,1", "7,1")):
                         got, _ = o.run(path, tok_path, base + ["--chunks", chunks], N, V)
@@ -298,7 +304,7 @@ def main():
                 bl, _ = o.run(bad, tok_path, ["--isa", isas[-1], "--chunks", "0"], N, V)
                 probe = go.Oracle(driver, tmp)
                 pr, ps = ref, scale
-                rb = typ == "bf16" and bf16_rounds[isas[-1]]
+                rb = typ == "bf16" and rounds_of[isas[-1]]
                 if rb:
                     act = lambda x: bf16_act(x, rounded_rows("0", N))
                     pr, ps = reference_act(wq, cfg, tokens.tolist(), act)
