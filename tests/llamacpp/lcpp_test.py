@@ -336,6 +336,28 @@ def test_llama():
             dst2 = os.path.join(TMP, name + "-hf.gguf")
             convert(hf, dst2, tok)
             logits_all_isas(name + " (HF folder)", dst2, ids[:96], 0.0, with_decode=False)
+    # Llamas trained by `tinygpt train --arch llama` (a few steps): GQA and
+    # untied with llama2.c's tokenizer.bin, MQA tied with a learned
+    # byte-level BPE (a gpt2 vocabulary in a llama file)
+    text = os.path.join(TMP, "train.txt")
+    with open(text, "wb") as f:
+        f.write(open(os.path.join(shared_dir(), "tinystories", "tinystories_val.txt"), "rb").read(60000))
+    for name, extra, kvh in (("trained-gqa-untied", ["--kv-heads", "2", "--untied", "--tokenizer-from", tok], 2),
+                             ("trained-mqa-bpe", ["--kv-heads", "1", "--vocab", "300"], 1)):
+        dst = os.path.join(TMP, name + ".gguf")
+        run([TINYGPT, "train", "--arch", "llama", "-f", text, "-o", dst, "--layers", "2", "--heads", "4",
+             "--embd", "64", "--ctx", "64", "--batch", "4", "--steps", "10", "--eval-every", "10"] + extra,
+            "tinygpt train")
+        info = lcpp("info", dst)
+        check("n_head_kv: %d\n" % kvh in info, "%s: llama.cpp reads n_head_kv %d: %s" % (name, kvh, info[:300]))
+        for p in LLAMA_PROMPTS:
+            a, b = ours_tokens(dst, p), lcpp_tokens(dst, p)
+            check(a == b, "%s: tokenization of %r: tinygpt %s, llama.cpp %s" % (name, p[:40], a[:20], b[:20]))
+        tids = ours_tokens(dst, story)[:64]
+        logits_all_isas(name, dst, tids, 0.0)
+        L2, E2, _ = model_shape(dst)
+        compare_greedy("%s greedy from %r" % (name, LLAMA_PROMPTS[0]), dst, ours_tokens(dst, LLAMA_PROMPTS[0]),
+                       40, L2, E2, 0.0)
 
 
 def q_bytes_compare(ours, theirs):
