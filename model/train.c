@@ -220,6 +220,16 @@ void tg_trainer_init_params(tg_trainer *tr, uint64_t seed) {
     tr->adam_t = 0;
 }
 
+void tg_tr_init_normals(tg_trainer *tr, tg_rng *r, const float *resid_a, const float *resid_b) {
+    float resid_std = 0.02f / sqrtf(2.0f * (float)tr->cfg.n_layer);
+    float *t = tr->params;
+    for (int i = 0; i < tr->n_tensors; t += tr->sizes[i], i++) {
+        if (!tr->arch->decay[i]) continue;
+        float std = (t == resid_a || t == resid_b) ? resid_std : 0.02f;
+        for (size_t j = 0; j < tr->sizes[i]; j++) t[j] = std * tg_rng_normal(r);
+    }
+}
+
 /* ---- Threaded gemm ----------------------------------------------------------- */
 
 typedef struct gemm_job {

@@ -5,7 +5,6 @@
  * then the final layernorm, forward and backward. The embeddings (token
  * and position), attention, matmuls, classifier and loss are train.c's.
  */
-#include <math.h>
 #include <string.h>
 
 #include "model/train_internal.h"
@@ -52,18 +51,7 @@ static void reset(tg_trainer *tr) {
     for (size_t i = 0; i < E; i++) tr->p.lnf_w[i] = 1.0f;
 }
 
-static void init(tg_trainer *tr, tg_rng *r) {
-    float resid_std = 0.02f / sqrtf(2.0f * (float)tr->cfg.n_layer);
-    float *base = tr->params;
-    for (int i = 0; i < TG_TRAIN_N_TENSORS; i++) {
-        float *t = base;
-        base += tr->sizes[i];
-        if (decay[i]) {
-            float std = (t == tr->p.proj_w || t == tr->p.down_w) ? resid_std : 0.02f;
-            for (size_t j = 0; j < tr->sizes[i]; j++) t[j] = std * tg_rng_normal(r);
-        }
-    }
-}
+static void init(tg_trainer *tr, tg_rng *r) { tg_tr_init_normals(tr, r, tr->p.proj_w, tr->p.down_w); }
 
 void tg_trainer_weights(tg_trainer *tr, tg_gpt2_weights *w, tg_gpt2_layer *layers) {
     const tg_gpt2_config *c = &tr->cfg;

@@ -96,6 +96,11 @@ struct tg_trainer {
     float *dp;              /* [nth, T, T] attention backward scratch */
 };
 
+/* Every tensor AdamW decays (matrices, embeddings) drawn from N(0, 0.02),
+ * in table order; the two residual projections resid_a, resid_b (stacked
+ * over L) from N(0, 0.02/√(2L)). */
+void tg_tr_init_normals(tg_trainer *tr, tg_rng *r, const float *resid_a, const float *resid_b);
+
 /* out[BT,OUT] = b + inp[BT,IN] · wᵀ  (b may be NULL) */
 void tg_tr_matmul_forward(tg_trainer *tr, float *out, const float *inp, const float *w,
                           const float *b, int BT, int in, int out_n);

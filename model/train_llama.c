@@ -11,7 +11,6 @@
  * the opposite angle (sin negated), applied to dq and dk. The embedding,
  * attention, matmuls, classifier (tied or not) and loss are train.c's.
  */
-#include <math.h>
 #include <string.h>
 
 #include "model/train_internal.h"
@@ -57,19 +56,8 @@ static void reset(tg_trainer *tr) {
     for (size_t i = 0; i < E; i++) tr->lp.out_norm[i] = 1.0f;
 }
 
-/* N(0, 0.02) for every matrix and embedding, 0.02/√(2L) for wo and w2 */
-static void init(tg_trainer *tr, tg_rng *r) {
-    float resid_std = 0.02f / sqrtf(2.0f * (float)tr->cfg.n_layer);
-    float *base = tr->params;
-    for (int i = 0; i < tr->n_tensors; i++) {
-        float *t = base;
-        base += tr->sizes[i];
-        if (decay[i]) {
-            float std = (t == tr->lp.wo || t == tr->lp.w2) ? resid_std : 0.02f;
-            for (size_t j = 0; j < tr->sizes[i]; j++) t[j] = std * tg_rng_normal(r);
-        }
-    }
-}
+/* wo and w2 are the residual projections */
+static void init(tg_trainer *tr, tg_rng *r) { tg_tr_init_normals(tr, r, tr->lp.wo, tr->lp.w2); }
 
 void tg_trainer_llama_weights(tg_trainer *tr, tg_llama_weights *w, tg_llama_layer *layers) {
     const tg_model_config *c = &tr->cfg;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "model/train.h"
+#include "tests/model/train_check.h"
 
 typedef struct lcase {
     const char *name; /* the fields after untied, B, T are filled by make_case */
@@ -76,57 +77,16 @@ static const tg_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f};
 #define CLIP 1.0f
 
 static void run_oracle(const lcase *c, tg_trainer *tr, double *loss, double *grads, float *stepped) {
-    size_t n = tg_trainer_n_params(tr);
     const tg_model_config *k = &c->cfg;
-    char in[] = "/tmp/tg_trainl_caseXXXXXX", out[] = "/tmp/tg_trainl_refXXXXXX";
-    int fi = mkstemp(in), fo = mkstemp(out);
-    cr_assert(fi >= 0 && fo >= 0);
-    close(fo);
-    FILE *f = fdopen(fi, "wb");
-    int32_t hdr[16] = {k->n_layer, k->n_head, k->n_kv_head, k->n_embd, k->head_dim, k->n_ctx,
-                       k->n_vocab, k->n_ff, c->B, c->T, STEPS, WARMUP, !c->untied, k->rope_dim,
-                       k->rope_pairs == TG_ROPE_HALVES, 0};
-    float hp[10] = {LR, LR_MIN, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, CLIP,
-                    k->rope_theta, k->ln_eps, 0};
-    fwrite(hdr, sizeof hdr, 1, f);
-    fwrite(hp, sizeof hp, 1, f);
-    fwrite(tg_trainer_params(tr), sizeof(float), n, f);
-    fwrite(c->tok, sizeof(int), (size_t)c->B * c->T, f);
-    fwrite(c->tgt, sizeof(int), (size_t)c->B * c->T, f);
-    fclose(f);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/train_llama_ref.py %s %s", TEST_SRC_DIR, in, out);
-    int rc = system(cmd);
-    unlink(in);
-    cr_assert_eq(rc, 0, "the PyTorch oracle failed: %s", cmd);
-    f = fopen(out, "rb");
-    cr_assert(f);
-    cr_assert_eq(fread(loss, sizeof(double), 1, f), 1);
-    cr_assert_eq(fread(grads, sizeof(double), n, f), n);
-    cr_assert_eq(fread(stepped, sizeof(float), n, f), n);
-    fclose(f);
-    unlink(out);
-}
-
-/* ||a - ref|| / ||ref|| per tensor below tol */
-static void check_tensors(tg_trainer *tr, const float *a, const double *ref, double tol,
-                          const char *what, const char *isa, const uint8_t *skip) {
-    size_t off = 0;
-    for (int i = 0; i < tg_trainer_n_tensors(tr); i++) {
-        tg_train_tensor t = tg_trainer_tensor(tr, i);
-        double d2 = 0, r2 = 0;
-        for (size_t j = off; j < off + t.n; j++) {
-            if (skip && skip[j]) continue;
-            d2 += ((double)a[j] - ref[j]) * ((double)a[j] - ref[j]);
-            r2 += ref[j] * ref[j];
-        }
-        cr_assert(r2 > 0, "%s %s: the reference is all zero", what, t.name);
-        double rel = sqrt(d2 / r2);
-        if (getenv("TG_TEST_VERBOSE")) fprintf(stderr, "%s %s %s: %.3g (tol %.2g)\n", isa, what, t.name, rel, tol);
-        cr_expect(rel < tol, "%s %s %s: relative error %.3g (tolerance %.2g)", isa, what, t.name,
-                  rel, tol);
-        off += t.n;
-    }
+    struct {
+        int32_t i[16];
+        float f[10];
+    } hdr = {{k->n_layer, k->n_head, k->n_kv_head, k->n_embd, k->head_dim, k->n_ctx, k->n_vocab, k->n_ff,
+              c->B, c->T, STEPS, WARMUP, !c->untied, k->rope_dim, k->rope_pairs == TG_ROPE_HALVES, 0},
+             {LR, LR_MIN, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, CLIP, k->rope_theta,
+              k->ln_eps, 0}};
+    train_oracle("train_llama_ref.py", &hdr, sizeof hdr, tr, c->tok, c->tgt, c->B * c->T, loss, grads,
+                 stepped);
 }
 
 /* float32 rounding through the network: each of the 2L + 2 matmul/norm
@@ -162,9 +122,9 @@ static void check_case(int which) {
                   iname, loss, ref_loss);
         tg_trainer_zero_grad(t2);
         tg_trainer_backward(t2);
-        char what[96];
-        snprintf(what, sizeof what, "%s grad", c.name);
-        check_tensors(t2, tg_trainer_grads(t2), ref_g, tol, what, iname, NULL);
+        char what[128];
+        snprintf(what, sizeof what, "%s %s grad", iname, c.name);
+        train_check_tensors(t2, tg_trainer_grads(t2), ref_g, tol, what, NULL);
         tg_trainer_free(t2);
     }
 
@@ -184,25 +144,12 @@ static void check_case(int which) {
         dref[i] = (double)ref_p[i] - p0[i];
         dp[i] = (float)((double)p[i] - p0[i]);
     }
-    /* Adam divides by |g|: an element whose gradient is ~0 moves by ±lr on
-     * rounding noise in either implementation; those (0 < |g| < 1e-6 of the
-     * tensor's RMS in the float64 oracle) are left out. Exact zeros (rows
-     * of tokens not in the batch) are compared: they move by decay alone. */
-    uint8_t *skip = calloc(n, 1);
-    size_t off = 0, skipped = 0;
-    for (int i = 0; i < tg_trainer_n_tensors(tr); i++) {
-        size_t tn = tg_trainer_tensor(tr, i).n;
-        double r2 = 0;
-        for (size_t j = off; j < off + tn; j++) r2 += ref_g[j] * ref_g[j];
-        double rms = sqrt(r2 / tn);
-        for (size_t j = off; j < off + tn; j++)
-            if (ref_g[j] != 0 && fabs(ref_g[j]) < 1e-6 * rms) skip[j] = 1, skipped++;
-        off += tn;
-    }
+    size_t skipped;
+    uint8_t *skip = train_noise_skip(tr, ref_g, &skipped);
     cr_expect(skipped < n / 50, "%s: %zu of %zu gradients are ~0", c.name, skipped, n);
     char what[96];
     snprintf(what, sizeof what, "%s AdamW update", c.name);
-    check_tensors(tr, dp, dref, 3 * tol, what, "best", skip);
+    train_check_tensors(tr, dp, dref, 3 * tol, what, skip);
     free(skip);
     tg_trainer_free(t0);
     tg_trainer_free(tr);

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as Fn
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from train_ref import lr_at  # noqa: E402
+from train_ref import write_outputs  # noqa: E402
 
 
 class Llama:
@@ -116,30 +116,8 @@ def main():
     tgt = torch.from_numpy(tgt.astype(np.int64))
     dims = (L, H, KVH, E, HS, C, V, F, tied, D, halves, theta, rms_eps)
 
-    out = open(dst, "wb")
-    m = Llama(dims, torch.from_numpy(params).double())
-    loss = m.loss(tok, tgt)
-    loss.backward()
-    out.write(np.float64(loss.item()).tobytes())
-    out.write(np.concatenate([p.grad.numpy().ravel() for p in m.tensors]).astype(np.float64).tobytes())
-
-    m = Llama(dims, torch.from_numpy(params).float())
-    decay = [p for p, d in zip(m.tensors, m.decay) if d]
-    no_decay = [p for p, d in zip(m.tensors, m.decay) if not d]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=(b1, b2), eps=eps, foreach=False)
-    for s in range(steps):
-        for gr in opt.param_groups:
-            gr["lr"] = lr_at(s, steps, warmup, lr, lr_min)
-        opt.zero_grad()
-        m.loss(tok, tgt).backward()
-        if clip > 0:
-            torch.nn.utils.clip_grad_norm_(m.tensors, clip)
-        opt.step()
-    out.write(np.concatenate([p.detach().numpy().ravel() for p in m.tensors]).astype(np.float32).tobytes())
-    out.close()
-
+    write_outputs(dst, lambda flat: Llama(dims, flat), params, tok, tgt,
+                  (steps, warmup, lr, lr_min, b1, b2, eps, wd, clip))
 
 if __name__ == "__main__":
     main()
