@@ -479,9 +479,13 @@ static tg_status write_svg(const run *r, tg_err *err) {
     /* title: the model and its run */
     fprintf(f, "<text id=\"title\" x=\"%.0f\" y=\"22\" font-size=\"15\">", x0);
     xml_escape(f, r->out);
-    fprintf(f, ": training</text>\n<text x=\"%.0f\" y=\"40\" fill=\"#555555\">%d layer%s, %d head%s, "
+    char kv[48] = "";
+    if (r->a.arch == TG_ARCH_LLAMA)
+        snprintf(kv, sizeof kv, " (%d key/value)", r->a.kv_heads);
+    fprintf(f, ": training</text>\n<text x=\"%.0f\" y=\"40\" fill=\"#555555\">%s%d layer%s, %d head%s%s, "
                "width %d, context %d, batch %d; %lld steps, peak lr %g, warmup %lld</text>\n",
-            x0, r->o.layers, r->o.layers == 1 ? "" : "s", r->o.heads, r->o.heads == 1 ? "" : "s",
+            x0, r->a.arch == TG_ARCH_LLAMA ? "Llama: " : "", r->o.layers, r->o.layers == 1 ? "" : "s",
+            r->o.heads, r->o.heads == 1 ? "" : "s", kv,
             r->o.embd, r->o.ctx, r->o.batch, (long long)r->o.steps, r->o.lr, (long long)r->o.warmup);
     /* gridlines and ticks */
     fprintf(f, "<g id=\"grid\" stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
