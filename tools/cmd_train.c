@@ -96,7 +96,7 @@ static void help(FILE *f) {
             "                       (default: --heads; 1 is multi-query attention)\n"
             "  --ff F               llama: feed-forward width, [1, 65536] (default llama2.c's:\n"
             "                       2/3 of 4E rounded up to a multiple of 32)\n"
-            "  --rope-theta T       llama: RoPE base, (0, 1e9] (default 10000)\n"
+            "  --rope-theta T       llama: RoPE base, [1, 1e9] (default 10000)\n"
             "  --untied             llama: a classifier of its own (default: tied to the\n"
             "                       token embedding)\n"
             "  --vocab N            learn a byte-level BPE of N tokens from the text,\n"
@@ -356,7 +356,7 @@ static tg_status load_checkpoint(const char *path, ckpt_header *h, run *r, tg_er
     if (a.arch == TG_ARCH_GPT2 ? (a.kv_heads || a.ff || a.untied || a.rope_theta != 0)
         : a.arch != TG_ARCH_LLAMA || a.kv_heads < 1 || a.kv_heads > 256 || h->o.heads % a.kv_heads ||
           a.ff < 1 || a.ff > 65536 || (a.untied != 0 && a.untied != 1) ||
-          !(a.rope_theta > 0 && a.rope_theta <= 1e9f)) {
+          !(a.rope_theta >= 1.0f && a.rope_theta <= 1e9f)) {
         st = tg_fail(err, TG_ERR_FORMAT, "%s: architecture options out of range", path);
         goto done;
     }
@@ -610,7 +610,7 @@ int cmd_train(int argc, char **argv) {
         {CLI_INT("--ctx", NULL, &o.ctx, 2, 8192), CKPT},
         {CLI_INT("--kv-heads", NULL, &kv_heads, 1, 256), .seen = &n_llama_flags},
         {CLI_INT("--ff", NULL, &ff, 1, 65536), .seen = &n_llama_flags},
-        {CLI_FLOAT("--rope-theta", NULL, &theta, 1e-30, 1e9), .seen = &n_llama_flags},
+        {CLI_FLOAT("--rope-theta", NULL, &theta, 1.0, 1e9), .seen = &n_llama_flags},
         {CLI_FLAG("--untied", NULL, &untied, 1), .seen = &n_llama_flags},
         {CLI_INT("--vocab", NULL, &o.vocab, TG_BPE_MIN_VOCAB, 65536), .seen = &vocab_set},
         {CLI_STR("--tokenizer-from", NULL, &tok_from), CKPT},
