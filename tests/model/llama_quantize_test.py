@@ -92,12 +92,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tg-lquant-") as tmp:
         o = go.Oracle(driver, tmp)
 
-        def check(ok, what):
-            o.checks += 1
-            if not ok:
-                o.failures.append(what)
-            return ok
-
+        check = o.check
         for si, s in enumerate(SHAPES):
             name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
             w = tl.make_model(s, 7100 + si)
@@ -211,11 +206,7 @@ def main():
                             "--tokenizer", tokbin], capture_output=True, text=True)
         check(r.returncode == 1 and r.stderr.count("\n") == 1, "unwritable output: exit %d %r" %
               (r.returncode, r.stderr))
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":

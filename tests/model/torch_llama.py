@@ -484,11 +484,7 @@ def main():
                     o.checks += 1
             print("%s: worst error / tolerance so far %.4f" % (name, o.worst))
         hostile(o, driver, tmp)
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":
