@@ -433,8 +433,7 @@ static void eval_help(FILE *f) {
             tg_task_names());
 }
 
-/* Does the model at path record a task? (a failed load: no) */
-static int path_has_task(const char *path) {
+int task_path_records(const char *path) {
     if (!path) return 0;
     tg_gpt2_model m;
     tg_err err;
@@ -450,7 +449,7 @@ int task_eval_maybe(int argc, char **argv) {
     const char *mpath = NULL;
     task_cli_arg(argc, argv, "-m", "--model", &mpath);
     if (!task_cli_wants(argc, argv) &&
-        (task_cli_arg(argc, argv, "-f", "--file", NULL) || !path_has_task(mpath)))
+        (task_cli_arg(argc, argv, "-f", "--file", NULL) || !task_path_records(mpath)))
         return -1;
     const char *model = NULL, *name = NULL, *topts = NULL, *isa = NULL, *text = NULL;
     long n = 1000, threads = 1;

@@ -37,6 +37,8 @@ typedef struct task_model {
 /* The task recorded in a loaded model: 1 and *t filled, 0 if none, -1 if
  * the recorded task does not parse (err filled). */
 int task_recorded(const tg_gpt2_model *m, tg_task *t, tg_err *err);
+/* Does the model at path (NULL: no) record a task? A failed load: no. */
+int task_path_records(const char *path);
 
 /* Loads path and its task (task_name given: that task with task_opts,
  * else the recorded one) and checks that they fit each other. Returns

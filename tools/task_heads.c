@@ -137,21 +137,11 @@ static int take(const char *cmd, const cli_opt *o, const char *flag, const char 
     return 0;
 }
 
-static int path_records_task(const char *path) {
-    tg_gpt2_model m;
-    tg_err err;
-    if (tg_gpt2_load(&m, path, 1, &err) != TG_OK) return 0;
-    tg_task t;
-    int r = task_recorded(&m, &t, &err);
-    tg_gpt2_free(&m);
-    return r != 0;
-}
-
 int task_compare_maybe(int argc, char **argv) {
     static const char *const CMD = "compare";
     int n_task = 0;
     for (int i = 1; i < argc; i++)
-        if (argv[i][0] != '-' && path_records_task(argv[i])) n_task++;
+        if (argv[i][0] != '-' && task_path_records(argv[i])) n_task++;
     if (n_task == 0) return -1;
     const char *paths[2] = {NULL, NULL}, *isa = NULL;
     long n = 1000, threads = 1;
@@ -232,7 +222,7 @@ int task_attention_maybe(int argc, char **argv) {
     static const char *const CMD = "attention";
     const char *mpath = NULL;
     task_cli_arg(argc, argv, "-m", "--model", &mpath);
-    if (!task_cli_wants(argc, argv) && !(mpath && path_records_task(mpath))) return -1;
+    if (!task_cli_wants(argc, argv) && !(mpath && task_path_records(mpath))) return -1;
     const char *model = NULL, *name = NULL, *topts = NULL, *svg = NULL, *isa = NULL, *prompt = NULL;
     long layer = -1, head = -1, query = -1, threads = 1;
     unsigned long long seed = 1;
