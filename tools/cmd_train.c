@@ -124,9 +124,10 @@ static void help(FILE *f) {
             "                       (default: off)\n"
             "  -t, --threads N      worker threads, [1, 1024] (default 1; results do not\n"
             "                       depend on it)\n"
+            "  --task NAME          train on a synthetic task instead (tinygpt task --help lists\n"
+            "                       them), with options of its own: train --task NAME --help\n"
             "OUT.svg plots the training loss per step and the validation loss, with the\n"
-            "learning rate on a second axis; OUT.csv has the same numbers.\n"
-            "train --task NAME trains on a synthetic task instead (train --task NAME --help).\n",
+            "learning rate on a second axis; OUT.csv has the same numbers.\n",
             TG_BPE_MIN_VOCAB);
 }
 
@@ -599,6 +600,7 @@ int cmd_train(int argc, char **argv) {
     int n_model_flags = 0, vocab_set = 0;
     /* CKPT: the options a checkpoint fixes, which --resume does not take */
 #define CKPT .seen = &n_model_flags
+    const char *task_name = NULL; /* TASK_CLI_OPT: never parsed here */
     const cli_opt opts[] = {
         {CLI_STR("-f", "--file", &text_path)},
         {CLI_MAX_INPUT_OPT},
@@ -629,6 +631,7 @@ int cmd_train(int argc, char **argv) {
         {CLI_STR("--resume", NULL, &resume)},
         {CLI_INT("--stop-at", NULL, &stop_at, 1, 100000000)},
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
+        {TASK_CLI_OPT(&task_name)},
         {0},
     };
 #undef CKPT
