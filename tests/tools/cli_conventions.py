@@ -34,7 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "docs"))
 import helptext as ht  # noqa: E402
 
-RANGE = re.compile(r"\[[^\]\)]*,[^\]\)]*[\]\)]")
+# a range: [lo, hi], [lo, hi) or (lo, hi] with a number for lo
+RANGE = re.compile(r"\[[^\]\)]*,[^\]\)]*[\]\)]|\(\s*[-+]?[0-9][0-9.e+-]*\s*,[^\]\)]*\]")
 
 
 class Checks:
