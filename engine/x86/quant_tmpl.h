@@ -424,7 +424,7 @@ static void quantize_q8_0(tg_block_q8_0 *q, const float *x, int n) {
         h = _mm_max_ss(h, _mm_movehdup_ps(h));
         float amax = _mm_cvtss_f32(h);
         float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        q[bk].d = tg_f32_to_f16(d);
+        q[bk].d = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT); /* F16C: tg_f32_to_f16 of a finite d */
         __m256 vid = _mm256_set1_ps(id);
         __m256i i32[4];
         for (int j = 0; j < 4; j++)

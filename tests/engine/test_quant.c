@@ -467,6 +467,10 @@ Test(quantize_q8_0, bitexact_all_isas) {
             for (int j = 0; j < 32; j++) x[32 + j] = 0.0f;                 /* a zero block */
             for (int j = 0; j < 32; j++) x[64 + j] = (float)(j - 16) * 0.5f; /* ties at 127/16 */
         }
+        if (nb > 4) { /* d a half subnormal (rounded there), and d past the half range (inf) */
+            for (int j = 0; j < 32; j++) x[96 + j] *= 3e-6f;
+            for (int j = 0; j < 32; j++) x[128 + j] *= 1e7f;
+        }
         x[n - 1] = 1e-30f;
         tg_block_q8_0 *want = malloc(sizeof *want * nb), *got = malloc(sizeof *got * nb);
         tg_quantize_row(TG_WTYPE_Q8_0, want, x, n);
