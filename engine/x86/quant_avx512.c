@@ -75,4 +75,7 @@ static inline __m128i gemv_scales4(int q4, const char *p) {
 }
 #define GEMV_SCALES4(q4, p) gemv_scales4((q4), (p))
 
+/* the short-row GEMV two blocks per zmm (qgemv_small_tmpl.h) */
+#define GEMV_SMALL_ZMM 1
+
 #include "engine/x86/quant_tmpl.h"

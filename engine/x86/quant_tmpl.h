@@ -248,6 +248,8 @@ ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char 
     }
 }
 
+#include "engine/x86/qgemv_small_tmpl.h"
+
 /* 8 weights of a half (h16) or bfloat16 row as f32 */
 ALWAYS_INLINE __m256 load8_half(int h16, const uint16_t *p) {
     __m128i h = _mm_loadu_si128((const __m128i *)p);
@@ -373,13 +375,15 @@ static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
 
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
-    if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    else if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
     else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
-    if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    else if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
     else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
@@ -420,7 +424,7 @@ static void quantize_q8_0(tg_block_q8_0 *q, const float *x, int n) {
         h = _mm_max_ss(h, _mm_movehdup_ps(h));
         float amax = _mm_cvtss_f32(h);
         float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        q[bk].d = tg_f32_to_f16(d);
+        q[bk].d = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT); /* F16C: tg_f32_to_f16 of a finite d */
         __m256 vid = _mm256_set1_ps(id);
         __m256i i32[4];
         for (int j = 0; j < 4; j++)

@@ -230,6 +230,47 @@ Test(matmul_w, shapes) {
     }
 }
 
+/* The decode GEMV of short rows (IN <= 512: engine/x86/qgemv_small_tmpl.h,
+ * four rows a pass, scales a chunk of 32 rows ahead): every IN = 32·k up
+ * to 544 (the first long row past it), row counts around the passes and
+ * chunks, against the oracle with guards; and with rows padded apart
+ * (ldw = row bytes + 6: odd offsets, no alignment) bit for bit the result
+ * of the packed rows. */
+Test(matmul_w, short_rows_gemv) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int outs[] = {1, 2, 3, 4, 5, 7, 31, 33, 67};
+    static const tg_wtype qt[] = {TG_WTYPE_Q8_0, TG_WTYPE_Q4_0};
+    int n = 0;
+    for (int ty = 0; ty < LEN(qt); ty++)
+        for (int nb = 1; nb <= 17; nb++)
+            for (int b = 0; b < LEN(outs); b++, n++) {
+                int in = 32 * nb, out = outs[b];
+                tcase c = tc_new(&r, qt[ty], 1, in, out, n & 1);
+                check_case(&ref, eng, n_eng, &c, 0, out);
+                size_t ldp = c.ldw + 6;
+                uint8_t *wp = malloc(ldp * out);
+                for (int o = 0; o < out; o++) memcpy(wp + ldp * o, c.w + c.ldw * o, c.ldw);
+                float *packed = ck_alloc((size_t)out), *padded = ck_alloc((size_t)out);
+                for (int e = 0; e < n_eng; e++) {
+                    run_kernel(&eng[e], &c, packed, 0, out);
+                    ck_poison(padded, (size_t)out);
+                    eng[e].k.matmul_w[c.type](padded, tc_x(&c), wp, ldp, c.b, 1, in, out, 0, out);
+                    CK_EXPECT_GUARDS(padded, "%s %s padded", tg_wtype_name(c.type),
+                                     tg_isa_name(eng[e].isa));
+                    CK_EXPECT_BITEQUAL(packed, padded, (size_t)out,
+                                       "matmul_w %s %s in=%d out=%d packed vs padded rows",
+                                       tg_wtype_name(c.type), tg_isa_name(eng[e].isa), in, out);
+                }
+                free(wp);
+                ck_free(packed);
+                ck_free(padded);
+                tc_free(&c);
+            }
+}
+
 /* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): the
  * prefill token counts 3, 17, 128 against rows 1, 3, 17, 50 and lengths
  * around the pair and 32-wide steps, odd ones included. */
@@ -425,6 +466,10 @@ Test(quantize_q8_0, bitexact_all_isas) {
         if (nb > 2) {
             for (int j = 0; j < 32; j++) x[32 + j] = 0.0f;                 /* a zero block */
             for (int j = 0; j < 32; j++) x[64 + j] = (float)(j - 16) * 0.5f; /* ties at 127/16 */
+        }
+        if (nb > 4) { /* d a half subnormal (rounded there), and d past the half range (inf) */
+            for (int j = 0; j < 32; j++) x[96 + j] *= 3e-6f;
+            for (int j = 0; j < 32; j++) x[128 + j] *= 1e7f;
         }
         x[n - 1] = 1e-30f;
         tg_block_q8_0 *want = malloc(sizeof *want * nb), *got = malloc(sizeof *got * nb);
