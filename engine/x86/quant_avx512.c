@@ -174,6 +174,95 @@ static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
 #define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
     ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
 
+/* ---- the Q8_0 decode GEMV for long rows: two blocks per zmm ---------------------
+ *
+ * y[o0..o1) = W · x for one token, W[OUT, IN] in Q8_0, IN a multiple of 256
+ * (8 blocks: 272 bytes, read as zmm loads at bytes 0, 64, 128, 192 and 208,
+ * nothing outside). A block's 32 weights start at an even byte (34j + 2),
+ * so one vpermt2w gathers two blocks into a zmm; as unsigned bytes w + 128
+ * against x's bytes in one vpdpbusd, each int32 lane starting at -128·Σ of
+ * its 4 x bytes, so it holds exactly Σ w·x of its 4 elements (8 lanes per
+ * block); then × d_w·d_x of its block and an fma into one of two f32
+ * accumulators. About 5 instructions per 34-byte block where gemv_q takes
+ * 7-8. Each row is computed by the same operations wherever it falls. */
+#define Q8W_STACK_PAIRS 128 /* pairs of blocks on the stack: IN <= 8192 */
+static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                         const float *b, int nb, int o0, int o1) {
+    const int np = nb / 2;
+    __m512i xq_s[Q8W_STACK_PAIRS], xc_s[Q8W_STACK_PAIRS];
+    _Alignas(64) float xd_s[2 * Q8W_STACK_PAIRS];
+    __m512i *xq = xq_s, *xc = xc_s;
+    float *xd = xd_s;
+    int heap = np > Q8W_STACK_PAIRS;
+    if (heap) {
+        xq = aligned_alloc(64, sizeof *xq * (size_t)np);
+        xc = aligned_alloc(64, sizeof *xc * (size_t)np);
+        xd = aligned_alloc(64, sizeof *xd * (size_t)(2 * np + 16));
+        if (!xq || !xc || !xd) abort(); /* kernels cannot fail; 132 bytes per 32 inputs */
+    }
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    for (int p = 0; p < np; p++) {
+        _Alignas(64) int8_t q[64];
+        memcpy(q, xb[2 * p].qs, 32);
+        memcpy(q + 32, xb[2 * p + 1].qs, 32);
+        xd[2 * p] = _cvtsh_ss(xb[2 * p].d);
+        xd[2 * p + 1] = _cvtsh_ss(xb[2 * p + 1].d);
+        xq[p] = _mm512_load_si512(q);
+        xc[p] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), u128, xq[p]));
+    }
+    /* word 16j + i of pair k <- word i of block 2k + j's qs (word 17·(2k+j)
+     * + 1 + i of the 8 blocks), from two of the five loads: pair 0 from
+     * L0:L1, 1 from L1:L2, 2 from L2:L3, 3 from L3:L4 (L4 = words 104..135) */
+    _Alignas(64) uint16_t ix[4][32];
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < 16; i++) {
+                int wd = 17 * (2 * k + j) + 1 + i, lo = 32 * k;
+                ix[k][16 * j + i] = (uint16_t)(k < 3 ? wd - lo : wd < 128 ? wd - 96 : 32 + wd - 104);
+            }
+    const __m512i i0 = _mm512_load_si512(ix[0]), i1 = _mm512_load_si512(ix[1]);
+    const __m512i i2 = _mm512_load_si512(ix[2]), i3 = _mm512_load_si512(ix[3]);
+    /* the scale of block j over its 8 lanes */
+    const __m512i s01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i two = _mm512_set1_epi32(2);
+    const __m512i s23 = _mm512_add_epi32(s01, two), s45 = _mm512_add_epi32(s23, two);
+    const __m512i s67 = _mm512_add_epi32(s45, two);
+    for (int o = o0; o < o1; o++) {
+        const char *wo = w + (size_t)o * ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        for (int k = 0; k < nb; k += 8) {
+            const char *p = wo + (size_t)k * sizeof(tg_block_q8_0);
+            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+            const __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
+            const __m512i l4 = _mm512_loadu_si512(p + 208);
+            __m512 s8 = _mm512_castps256_ps512(
+                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(0, p)), _mm256_load_ps(xd + k)));
+            const int pk = k / 2;
+#define Q8W_PAIR(acc, n, la, ix_, lb, sl)                                                   \
+    do {                                                                                    \
+        __m512i u = _mm512_xor_si512(_mm512_permutex2var_epi16(la, ix_, lb), u128);         \
+        __m512i d = _mm512_dpbusd_epi32(xc[pk + (n)], u, xq[pk + (n)]);                     \
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(sl, s8), acc); \
+    } while (0)
+            Q8W_PAIR(a0, 0, l0, i0, l1, s01);
+            Q8W_PAIR(a1, 1, l1, i1, l2, s23);
+            Q8W_PAIR(a0, 2, l2, i2, l3, s45);
+            Q8W_PAIR(a1, 3, l3, i3, l4, s67);
+#undef Q8W_PAIR
+        }
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        y[o] = b ? v + b[o] : v;
+    }
+    if (heap) {
+        free(xq);
+        free(xc);
+        free(xd);
+    }
+}
+#define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q8_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+
 /* F16/BF16 rows on zmm (matmul_avx512.c) */
 #define GEMV_HALF_WIDE tg_gemv_half_avx512
 
