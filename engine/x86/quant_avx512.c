@@ -108,7 +108,7 @@ static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
         xlo = aligned_alloc(64, sizeof *xlo * (size_t)ng);
         xhi = aligned_alloc(64, sizeof *xhi * (size_t)ng);
         xc = aligned_alloc(64, sizeof *xc * (size_t)ng);
-        xd = aligned_alloc(64, sizeof *xd * (size_t)(4 * ng + 16));
+        xd = aligned_alloc(64, (sizeof *xd * (size_t)(4 * ng) + 63) & ~(size_t)63); /* whole 64s */
         if (!xlo || !xhi || !xc || !xd) abort(); /* kernels cannot fail; 200 bytes per 32 inputs */
     }
     const __m512i eight = _mm512_set1_epi8(8);
@@ -197,7 +197,7 @@ static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
     if (heap) {
         xq = aligned_alloc(64, sizeof *xq * (size_t)np);
         xc = aligned_alloc(64, sizeof *xc * (size_t)np);
-        xd = aligned_alloc(64, sizeof *xd * (size_t)(2 * np + 16));
+        xd = aligned_alloc(64, (sizeof *xd * (size_t)(2 * np) + 63) & ~(size_t)63);
         if (!xq || !xc || !xd) abort(); /* kernels cannot fail; 132 bytes per 32 inputs */
     }
     const __m512i u128 = _mm512_set1_epi8((char)0x80);
