@@ -95,6 +95,37 @@ static inline __m128i gemv_scales4(int q4, const char *p) {
  * computed by the same operations wherever it falls, so results do not
  * depend on o0/o1; against the reference only the order of the f32 sums
  * differs. */
+/* rows o0..o1 of gemv_q4_wide on its prepared x (one instantiation per
+ * common row length, so the block loop unrolls: GPT-2's 24 and 96) */
+static inline __attribute__((always_inline)) void
+q4w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int o0, int o1,
+         const __m512i *xlo, const __m512i *xhi, const __m512i *xc, const float *xd,
+         __m512i idx_a, __m512i idx_b, __m512i lanes_a, __m512i lanes_b) {
+    const __m512i nib = _mm512_set1_epi8(15);
+    for (int o = o0; o < o1; o++) {
+        const char *wo = w + (size_t)o * ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        for (int k = 0; k < nb; k += 8) {
+            const char *p = wo + (size_t)k * sizeof(tg_block_q4_0);
+            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+            const __m512i l2 = _mm512_loadu_si512(p + 80);
+            __m512 s8 = _mm512_castps256_ps512(
+                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(1, p)), _mm256_load_ps(xd + k)));
+            __m512i qa = _mm512_permutex2var_epi16(l0, idx_a, l1);
+            __m512i qb = _mm512_permutex2var_epi16(l1, idx_b, l2);
+            int g = k / 4;
+            __m512i da = _mm512_dpbusd_epi32(xc[g], _mm512_and_si512(qa, nib), xlo[g]);
+            da = _mm512_dpbusd_epi32(da, _mm512_and_si512(_mm512_srli_epi16(qa, 4), nib), xhi[g]);
+            __m512i db = _mm512_dpbusd_epi32(xc[g + 1], _mm512_and_si512(qb, nib), xlo[g + 1]);
+            db = _mm512_dpbusd_epi32(db, _mm512_and_si512(_mm512_srli_epi16(qb, 4), nib), xhi[g + 1]);
+            a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), _mm512_permutexvar_ps(lanes_a, s8), a0);
+            a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_permutexvar_ps(lanes_b, s8), a1);
+        }
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
 #define Q4W_STACK_GROUPS 128 /* groups of 4 blocks on the stack: IN <= 16384 */
 static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
                          const float *b, int nb, int o0, int o1) {
@@ -137,31 +168,13 @@ static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
             ib[8 * j + i] = (uint16_t)(wb < 64 ? wb - 32 : 32 + wb - 40); /* l1:l2 */
         }
     const __m512i idx_a = _mm512_load_si512(ia), idx_b = _mm512_load_si512(ib);
-    const __m512i nib = _mm512_set1_epi8(15);
     /* the scale of block j over its 4 lanes */
     const __m512i lanes_a = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m512i lanes_b = _mm512_add_epi32(lanes_a, _mm512_set1_epi32(4));
-    for (int o = o0; o < o1; o++) {
-        const char *wo = w + (size_t)o * ldw;
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        for (int k = 0; k < nb; k += 8) {
-            const char *p = wo + (size_t)k * sizeof(tg_block_q4_0);
-            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
-            const __m512i l2 = _mm512_loadu_si512(p + 80);
-            __m512 s8 = _mm512_castps256_ps512(
-                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(1, p)), _mm256_load_ps(xd + k)));
-            __m512i qa = _mm512_permutex2var_epi16(l0, idx_a, l1);
-            __m512i qb = _mm512_permutex2var_epi16(l1, idx_b, l2);
-            int g = k / 4;
-            __m512i da = _mm512_dpbusd_epi32(xc[g], _mm512_and_si512(qa, nib), xlo[g]);
-            da = _mm512_dpbusd_epi32(da, _mm512_and_si512(_mm512_srli_epi16(qa, 4), nib), xhi[g]);
-            __m512i db = _mm512_dpbusd_epi32(xc[g + 1], _mm512_and_si512(qb, nib), xlo[g + 1]);
-            db = _mm512_dpbusd_epi32(db, _mm512_and_si512(_mm512_srli_epi16(qb, 4), nib), xhi[g + 1]);
-            a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), _mm512_permutexvar_ps(lanes_a, s8), a0);
-            a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_permutexvar_ps(lanes_b, s8), a1);
-        }
-        float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-        y[o] = b ? v + b[o] : v;
+    switch (nb) {
+    case 24: q4w_rows(y, w, ldw, b, 24, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
+    case 96: q4w_rows(y, w, ldw, b, 96, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
+    default: q4w_rows(y, w, ldw, b, nb, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
     }
     if (heap) {
         free(xlo);
@@ -185,6 +198,43 @@ static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
  * block); then × d_w·d_x of its block and an fma into one of two f32
  * accumulators. About 5 instructions per 34-byte block where gemv_q takes
  * 7-8. Each row is computed by the same operations wherever it falls. */
+/* rows o0..o1 of gemv_q8_wide on its prepared x (one instantiation per
+ * common row length, so the block loop unrolls: GPT-2's 24 and 96) */
+static inline __attribute__((always_inline)) void
+q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int o0, int o1,
+         const __m512i *xq, const __m512i *xc, const float *xd, const __m512i ix[4],
+         const __m512i sl[4]) {
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    const __m512i i0 = ix[0], i1 = ix[1], i2 = ix[2], i3 = ix[3];
+    const __m512i s01 = sl[0], s23 = sl[1], s45 = sl[2], s67 = sl[3];
+    for (int o = o0; o < o1; o++) {
+        const char *wo = w + (size_t)o * ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        for (int k = 0; k < nb; k += 8) {
+            const char *p = wo + (size_t)k * sizeof(tg_block_q8_0);
+            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+            const __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
+            const __m512i l4 = _mm512_loadu_si512(p + 208);
+            __m512 s8 = _mm512_castps256_ps512(
+                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(0, p)), _mm256_load_ps(xd + k)));
+            const int pk = k / 2;
+#define Q8W_PAIR(acc, n, la, ix_, lb, sl)                                                   \
+    do {                                                                                    \
+        __m512i u = _mm512_xor_si512(_mm512_permutex2var_epi16(la, ix_, lb), u128);         \
+        __m512i d = _mm512_dpbusd_epi32(xc[pk + (n)], u, xq[pk + (n)]);                     \
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(sl, s8), acc); \
+    } while (0)
+            Q8W_PAIR(a0, 0, l0, i0, l1, s01);
+            Q8W_PAIR(a1, 1, l1, i1, l2, s23);
+            Q8W_PAIR(a0, 2, l2, i2, l3, s45);
+            Q8W_PAIR(a1, 3, l3, i3, l4, s67);
+#undef Q8W_PAIR
+        }
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
 #define Q8W_STACK_PAIRS 128 /* pairs of blocks on the stack: IN <= 8192 */
 static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
                          const float *b, int nb, int o0, int o1) {
@@ -228,31 +278,11 @@ static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
     const __m512i two = _mm512_set1_epi32(2);
     const __m512i s23 = _mm512_add_epi32(s01, two), s45 = _mm512_add_epi32(s23, two);
     const __m512i s67 = _mm512_add_epi32(s45, two);
-    for (int o = o0; o < o1; o++) {
-        const char *wo = w + (size_t)o * ldw;
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        for (int k = 0; k < nb; k += 8) {
-            const char *p = wo + (size_t)k * sizeof(tg_block_q8_0);
-            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
-            const __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
-            const __m512i l4 = _mm512_loadu_si512(p + 208);
-            __m512 s8 = _mm512_castps256_ps512(
-                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(0, p)), _mm256_load_ps(xd + k)));
-            const int pk = k / 2;
-#define Q8W_PAIR(acc, n, la, ix_, lb, sl)                                                   \
-    do {                                                                                    \
-        __m512i u = _mm512_xor_si512(_mm512_permutex2var_epi16(la, ix_, lb), u128);         \
-        __m512i d = _mm512_dpbusd_epi32(xc[pk + (n)], u, xq[pk + (n)]);                     \
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(sl, s8), acc); \
-    } while (0)
-            Q8W_PAIR(a0, 0, l0, i0, l1, s01);
-            Q8W_PAIR(a1, 1, l1, i1, l2, s23);
-            Q8W_PAIR(a0, 2, l2, i2, l3, s45);
-            Q8W_PAIR(a1, 3, l3, i3, l4, s67);
-#undef Q8W_PAIR
-        }
-        float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-        y[o] = b ? v + b[o] : v;
+    const __m512i ixv[4] = {i0, i1, i2, i3}, slv[4] = {s01, s23, s45, s67};
+    switch (nb) {
+    case 24: q8w_rows(y, w, ldw, b, 24, o0, o1, xq, xc, xd, ixv, slv); break;
+    case 96: q8w_rows(y, w, ldw, b, 96, o0, o1, xq, xc, xd, ixv, slv); break;
+    default: q8w_rows(y, w, ldw, b, nb, o0, o1, xq, xc, xd, ixv, slv); break;
     }
     if (heap) {
         free(xq);
