@@ -18,10 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "engine/mem.h"
+#include "engine/roofline.h"
 
 #ifdef TG_HAVE_OPENBLAS
 #include <cblas.h>
@@ -295,6 +298,9 @@ static void bench_matmul_w(bench_ctx *bc) {
     } shapes[] = {
         {"gpt2 qkv", 768, 2304}, {"gpt2 fc", 768, 3072}, {"gpt2 proj", 3072, 768},
         {"tiny qkv", 128, 384},  {"tiny fc", 128, 512},  {"tiny proj", 512, 128},
+        /* GPT-2's rows, few enough that every type's W stays in L2: the
+         * decode GEMV's compute rate, which must beat DRAM's */
+        {"l2 gpt2 rows", 768, 256},
     };
     static const tg_wtype types[] = {TG_WTYPE_F16, TG_WTYPE_BF16, TG_WTYPE_Q8_0, TG_WTYPE_Q4_0};
     int Ts[] = {1, 128, 512};
@@ -344,6 +350,152 @@ static void bench_matmul_w(bench_ctx *bc) {
             free(m.y);
             free(m.w32);
         }
+}
+
+/* ---- the decode step's GEMVs against the DRAM probe ----------------------------- */
+
+/* Every matmul of a GPT-2-small decode step (12 layers of qkv 768->2304,
+ * proj 768->768, fc 768->3072, down 3072->768, then the 768->50257 head),
+ * in one weight type, in one 2 MiB-page buffer laid out as a model's,
+ * called in the model's order through tg_matmul_w with T = 1; each step is
+ * alternated with one pass of the DRAM probe (engine/roofline.h) on the
+ * same threads. "speedup" is then the median over pairs of the step's
+ * bytes/s over the probe's: the GEMVs' share of the roofline, without the
+ * step's other ops (bench_model measures the whole step). */
+typedef struct step_mat {
+    int in, out;
+} step_mat;
+
+typedef struct gemv_step {
+    const tg_engine *e;
+    tg_pool *pool;
+    tg_weight w[12 * 4 + 1];
+    int n;
+    float *x, *y;
+    void *ws;
+} gemv_step;
+
+static void gemv_step_run(gemv_step *g) {
+    for (int i = 0; i < g->n; i++) tg_matmul_w(g->e, g->pool, g->y, g->x, &g->w[i], NULL, 1, g->ws);
+}
+
+/* A read-only mapping of a temporary file holding bytes[n], as a loaded
+ * model's weights are (page-cache folios rather than anonymous pages);
+ * NULL if it cannot be made. */
+static void *file_copy(const void *bytes, size_t n) {
+    const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tinygpt-bench-XXXXXX", dir);
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    unlink(path);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(fd, (const char *)bytes + done, n - done);
+        if (k <= 0) break;
+        done += (size_t)k;
+    }
+    void *p = done == n ? mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (p == MAP_FAILED) return NULL;
+    const volatile char *c = p;
+    for (size_t i = 0; i < n; i += 4096) (void)c[i]; /* fault the pages in */
+    return p;
+}
+
+static void bench_gemv_dram(bench_ctx *bc) {
+    static const tg_wtype types[] = {TG_WTYPE_F32, TG_WTYPE_F16, TG_WTYPE_BF16, TG_WTYPE_Q8_0,
+                                     TG_WTYPE_Q4_0};
+    const step_mat layer[4] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
+    tg_err err;
+    tg_dram_probe *probe;
+    if (tg_dram_probe_create(&probe, 0, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        exit(1);
+    }
+    float *x = bench_alloc(3072), *y = bench_alloc(50257);
+    for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
+        tg_wtype t = types[ty];
+        char shape[64];
+        snprintf(shape, sizeof shape, "%s gpt2 step", tg_wtype_name(t));
+        if (bc->only_shape && !strstr(shape, bc->only_shape)) continue;
+        gemv_step g[2] = {{.x = x, .y = y}};
+        step_mat m[12 * 4 + 1];
+        int n = 0;
+        for (int l = 0; l < 12; l++)
+            for (int k = 0; k < 4; k++) m[n++] = layer[k];
+        m[n++] = (step_mat){768, 50257};
+        size_t total = 0, off[12 * 4 + 1];
+        for (int i = 0; i < n; i++) {
+            off[i] = total;
+            total += (tg_wtype_row_bytes(t, m[i].in) * (size_t)m[i].out + 63) & ~(size_t)63;
+        }
+        char *buf = tg_alloc_large(total);
+        float *row = bench_alloc(3072);
+        void *ws = malloc(tg_matmul_ws(t, 1, 3072) + 64);
+        if (!buf || !ws) {
+            fprintf(stderr, "bench: out of memory\n");
+            exit(1);
+        }
+        for (int i = 0; i < n; i++) {
+            size_t rb = tg_wtype_row_bytes(t, m[i].in);
+            for (int o = 0; o < m[i].out; o++) {
+                for (int k = 0; k < m[i].in; k++)
+                    row[k] = (float)(((size_t)o * 7919 + (size_t)k * 2654435761u) % 2001) * 1e-3f - 1.0f;
+                tg_quantize_row(t, buf + off[i] + rb * o, row, m[i].in);
+            }
+        }
+        /* the same bytes twice: anonymous 2 MiB pages and a mapped file */
+        char *fbuf = file_copy(buf, total);
+        const char *mem[2] = {"dram", "file"};
+        char *base[2] = {buf, fbuf};
+        int n_mem = fbuf ? 2 : 1;
+        for (int v = 0; v < n_mem; v++) {
+            g[v] = (gemv_step){.x = x, .y = y, .n = n, .ws = ws};
+            for (int i = 0; i < n; i++)
+                g[v].w[i] = (tg_weight){t, base[v] + off[i], m[i].out, m[i].in,
+                                        tg_wtype_row_bytes(t, m[i].in)};
+        }
+        for (int th = 1; th <= bc->max_threads; th++)
+            for (int e = 0; e < bc->n_eng; e++) {
+                if (bc->eng[e].isa == TG_ISA_SCALAR) continue;
+                enum { REPS = 15 };
+                double st[2][REPS], pt[2][REPS], ratio[2][REPS];
+                for (int v = 0; v < n_mem; v++) {
+                    g[v].pool = bc->pool[th], g[v].e = &bc->eng[e];
+                    gemv_step_run(&g[v]); /* warm up: code, ws, pages */
+                }
+                for (int r = 0; r < REPS; r++)
+                    for (int v = 0; v < n_mem; v++) { /* alternated: the same load on both */
+                        double gbs;
+                        if (tg_dram_probe_pass(probe, bc->pool[th], th, &gbs, &err)) {
+                            fprintf(stderr, "bench: %s\n", err.msg);
+                            exit(1);
+                        }
+                        double a = now_s();
+                        gemv_step_run(&g[v]);
+                        st[v][r] = now_s() - a;
+                        pt[v][r] = (double)total / (gbs * 1e9); /* the probe's time for these bytes */
+                        ratio[v][r] = pt[v][r] / st[v][r];
+                    }
+                for (int v = 0; v < n_mem; v++) {
+                    qsort(st[v], REPS, sizeof st[v][0], cmp_double);
+                    qsort(pt[v], REPS, sizeof pt[v][0], cmp_double);
+                    qsort(ratio[v], REPS, sizeof ratio[v][0], cmp_double);
+                    bench_result res = {1e6 * st[v][REPS / 2], 1e6 * pt[v][REPS / 2],
+                                        ratio[v][REPS / 2], pt[v][0] / st[v][0]};
+                    bench_row("gemv", tg_isa_name(bc->eng[e].isa), shape, mem[v], th, res, 0,
+                              (double)total, "dram");
+                }
+            }
+        if (fbuf) munmap(fbuf, total);
+        free(buf);
+        free(row);
+        free(ws);
+    }
+    free(x);
+    free(y);
+    tg_dram_probe_free(probe);
 }
 
 /* ---- the pool ------------------------------------------------------------------ */
@@ -595,6 +747,7 @@ static const struct {
     {"pool", bench_pool},
     {"matmul", bench_matmul},
     {"matmul_w", bench_matmul_w},
+    {"gemv_dram", bench_gemv_dram},
     {"softmax", bench_softmax},
     {"layernorm", bench_layernorm},
     {"gelu", bench_gelu},

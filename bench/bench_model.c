@@ -320,7 +320,40 @@ typedef struct decode_vs_dram {
     double med_step_s, best_step_s; /* one decode step */
     double med_gbs, best_gbs;       /* one DRAM probe pass */
     double cpu_s;                   /* process CPU time of all the steps */
+    double med_mm_s;                /* the step's matmuls alone (step_matmuls) */
+    double mm_bytes;                /* the bytes of their weights */
+    double mm_frac;                 /* median over pairs of their share of the roofline */
 } decode_vs_dram;
+
+/* The matrices of one decode step in the forward's order (GPT-2: qkv, proj,
+ * up, down per layer; Llama: q, k, v, o, gate, up, down), the LM head last. */
+enum { STEP_MATS_MAX = 7 * 64 + 1 };
+static int step_matrices(const tg_gpt *g, const tg_weight **mats) {
+    const tg_model *m = tg_gpt_model(g);
+    int n = 0;
+    for (int l = 0; l < m->cfg.n_layer && n + 8 <= STEP_MATS_MAX; l++) {
+        if (m->cfg.arch == TG_ARCH_LLAMA) {
+            const tg_llama_layer *y = &m->llama.layers[l];
+            const tg_weight *ls[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w1, &y->w3, &y->w2};
+            for (int k = 0; k < 7; k++) mats[n++] = ls[k];
+        } else {
+            const tg_gpt2_layer *y = &m->w.layers[l];
+            const tg_weight *ls[4] = {&y->qkv_w, &y->proj_w, &y->up_w, &y->down_w};
+            for (int k = 0; k < 4; k++) mats[n++] = ls[k];
+        }
+    }
+    mats[n++] = m->cfg.arch == TG_ARCH_LLAMA ? &m->llama.output : &m->w.lm_head;
+    return n;
+}
+
+/* The step's matmuls alone (T = 1, tg_matmul_w on the model's own
+ * weights, on the forward's engine and pool): what the decode step costs
+ * beyond them is its other ops and per-op overheads. */
+static void step_matmuls(tg_gpt *g, const tg_weight *const *mats, int n, float *x, float *y,
+                         void *ws) {
+    for (int i = 0; i < n; i++)
+        tg_matmul_w(tg_gpt_engine(g), tg_gpt_pool(g), y, x, mats[i], NULL, 1, ws);
+}
 
 /* Decode `steps` tokens after an n_prompt prefill, each step preceded by one
  * pass of the DRAM probe (4x the LLC, on the same threads): both see the
@@ -344,15 +377,48 @@ static tg_status decode_interleaved(tg_gpt *g, int th, int n_prompt, int steps,
     for (int i = 0; i < n_prompt; i++) prompt[i] = (i * 7919) % c->n_vocab;
     forward(g, prompt, n_prompt, 0, logits);
     d->cpu_s = 0;
+    /* the matmuls alone, each run after a probe pass of its own */
+    const tg_weight *mats[STEP_MATS_MAX];
+    int n_mats = step_matrices(g, mats), max_in = 0, max_out = 0;
+    d->mm_bytes = 0;
+    for (int i = 0; i < n_mats; i++) {
+        max_in = mats[i]->cols > max_in ? mats[i]->cols : max_in;
+        max_out = mats[i]->rows > max_out ? mats[i]->rows : max_out;
+        d->mm_bytes += (double)mats[i]->row_bytes * mats[i]->rows;
+    }
+    float *mx = calloc((size_t)max_in, sizeof(float)), *my = malloc((size_t)max_out * sizeof(float));
+    double *mm = malloc((size_t)steps * sizeof *mm), *mm_frac = malloc((size_t)steps * sizeof *mm_frac);
+    void *mws = malloc(tg_matmul_ws(TG_WTYPE_Q8_0, 1, max_in) + 64);
+    if (!mx || !my || !mm || !mm_frac || !mws) {
+        s = tg_fail(err, TG_ERR_NOMEM, "bench: out of memory");
+        goto done_mm;
+    }
+    for (int i = 0; i < max_in; i++) mx[i] = frand();
     for (int i = 0; i < steps; i++) {
         s = tg_dram_probe_pass(probe, tg_gpt_pool(g), th, &gbs[i], err);
-        if (s) goto done;
+        if (s) goto done_mm;
         int tok = 1 + i;
         double t0 = now(), c0 = cpu_now();
         forward(g, &tok, 1, n_prompt + i, logits);
         step[i] = now() - t0;
         d->cpu_s += cpu_now() - c0;
+        double mgbs;
+        s = tg_dram_probe_pass(probe, tg_gpt_pool(g), th, &mgbs, err);
+        if (s) goto done_mm;
+        t0 = now();
+        step_matmuls(g, mats, n_mats, mx, my, mws);
+        mm[i] = now() - t0;
+        mm_frac[i] = d->mm_bytes / (mgbs * 1e9) / mm[i];
     }
+    d->med_mm_s = median(mm, steps);
+    d->mm_frac = median(mm_frac, steps);
+done_mm:
+    free(mx);
+    free(my);
+    free(mm);
+    free(mm_frac);
+    free(mws);
+    if (s) goto done;
     d->med_step_s = median(step, steps);
     d->best_step_s = step[0]; /* median() sorted them */
     d->med_gbs = median(gbs, steps);
@@ -394,6 +460,10 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
                100 * (bytes / d.best_step_s) / (d.best_gbs * 1e9));
         if (th == 1) printf(" | by CPU time %.2f tok/s", steps / d.cpu_s);
         printf("\n");
+        printf("         the step's matmuls alone: %.2f ms for %.0f MB, %5.1f%% of roofline; "
+               "the rest of the step %.2f ms (%.1f%% of it)\n",
+               1e3 * d.med_mm_s, d.mm_bytes * 1e-6, 100 * d.mm_frac,
+               1e3 * (d.med_step_s - d.med_mm_s), 100 * (1 - d.med_mm_s / d.med_step_s));
 
         int *tok = malloc((size_t)T * sizeof *tok);
         float *logits = malloc((size_t)c->n_vocab * sizeof *logits);

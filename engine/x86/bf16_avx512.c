@@ -4,7 +4,7 @@
  * Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b, columns o0..o1-1 (tg_kernels.matmul_w):
  *
  *   T == 1  the decode GEMV keeps X in f32 and widens W exactly
- *           (tg_gemv_bf16_avx2): it is bound by W's bytes, which vdpbf16ps
+ *           (tg_gemv_half_avx512, 16 weights per zmm): it is bound by W's bytes, which vdpbf16ps
  *           would not shrink, and its result stays within f32's tolerance.
  *   T > 1   the prefill GEMM on vdpbf16ps: X rounded once to bfloat16 (to
  *           nearest even, vcvtne2ps2bf16), W read as it is in the file;
@@ -142,7 +142,7 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
-    if (T == 1) tg_gemv_bf16_avx2(y, x, w, ldw, b, in, o0, o1);
+    if (T == 1) tg_gemv_half_avx512(0, y, x, w, ldw, b, in, o0, o1);
     else gemm_bf16(y, x, w, ldw, b, T, in, out, o0, o1);
 }
 

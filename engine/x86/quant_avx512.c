@@ -5,6 +5,9 @@
  * qgemm_tmpl.h). */
 #include <immintrin.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine/x86/x86.h"
 
 #define DOT32(acc, u, s) (acc) = _mm256_dpbusd_epi32((acc), (u), (s))
@@ -77,5 +80,223 @@ static inline __m128i gemv_scales4(int q4, const char *p) {
 
 /* the short-row GEMV two blocks per zmm (qgemv_small_tmpl.h) */
 #define GEMV_SMALL_ZMM 1
+
+/* ---- the Q4_0 decode GEMV for long rows: four blocks per zmm --------------------
+ *
+ * y[o0..o1) = W · x for one token, W[OUT, IN] in Q4_0, x in Q8_0 blocks,
+ * IN a multiple of 256 (8 blocks: 144 bytes, read as three zmm loads at
+ * bytes 0, 64 and 80 of them, nothing outside). The ymm GEMV (gemv_q)
+ * spends ~7 instructions per 18-byte block and is compute-bound on Zen 5
+ * (~65% of the DRAM roofline); here one vpermt2w gathers the 64 nibble
+ * bytes of four blocks into a zmm, whose low and high nibbles are two
+ * vpdpbusd against x's bytes laid out to match (xlo: elements 0..15 of
+ * each of the four blocks, xhi: 16..31), into 16 int32 lanes, four per
+ * block; a lane starts at -8·Σ of its 8 x bytes (the nibble offset), so
+ * it holds exactly Σ (q - 8)·x of its 8 elements (|.| <= 8·128·8, exact
+ * in f32). Then per lane × d_w·d_x of its block and an fma into one of
+ * two f32 accumulators (blocks 0-3 and 4-7 of each 8). Each row is
+ * computed by the same operations wherever it falls, so results do not
+ * depend on o0/o1; against the reference only the order of the f32 sums
+ * differs. */
+/* rows o0..o1 of gemv_q4_wide on its prepared x (one instantiation per
+ * common row length, so the block loop unrolls: GPT-2's 24 and 96) */
+static inline __attribute__((always_inline)) void
+q4w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int o0, int o1,
+         const __m512i *xlo, const __m512i *xhi, const __m512i *xc, const float *xd,
+         __m512i idx_a, __m512i idx_b, __m512i lanes_a, __m512i lanes_b) {
+    const __m512i nib = _mm512_set1_epi8(15);
+    for (int o = o0; o < o1; o++) {
+        const char *wo = w + (size_t)o * ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        for (int k = 0; k < nb; k += 8) {
+            const char *p = wo + (size_t)k * sizeof(tg_block_q4_0);
+            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+            const __m512i l2 = _mm512_loadu_si512(p + 80);
+            __m512 s8 = _mm512_castps256_ps512(
+                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(1, p)), _mm256_load_ps(xd + k)));
+            __m512i qa = _mm512_permutex2var_epi16(l0, idx_a, l1);
+            __m512i qb = _mm512_permutex2var_epi16(l1, idx_b, l2);
+            int g = k / 4;
+            __m512i da = _mm512_dpbusd_epi32(xc[g], _mm512_and_si512(qa, nib), xlo[g]);
+            da = _mm512_dpbusd_epi32(da, _mm512_and_si512(_mm512_srli_epi16(qa, 4), nib), xhi[g]);
+            __m512i db = _mm512_dpbusd_epi32(xc[g + 1], _mm512_and_si512(qb, nib), xlo[g + 1]);
+            db = _mm512_dpbusd_epi32(db, _mm512_and_si512(_mm512_srli_epi16(qb, 4), nib), xhi[g + 1]);
+            a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), _mm512_permutexvar_ps(lanes_a, s8), a0);
+            a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_permutexvar_ps(lanes_b, s8), a1);
+        }
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
+#define Q4W_STACK_GROUPS 128 /* groups of 4 blocks on the stack: IN <= 16384 */
+static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                         const float *b, int nb, int o0, int o1) {
+    const int ng = nb / 4;
+    __m512i xlo_s[Q4W_STACK_GROUPS], xhi_s[Q4W_STACK_GROUPS], xc_s[Q4W_STACK_GROUPS];
+    _Alignas(64) float xd_s[4 * Q4W_STACK_GROUPS];
+    __m512i *xlo = xlo_s, *xhi = xhi_s, *xc = xc_s;
+    float *xd = xd_s;
+    int heap = ng > Q4W_STACK_GROUPS;
+    if (heap) {
+        xlo = aligned_alloc(64, sizeof *xlo * (size_t)ng);
+        xhi = aligned_alloc(64, sizeof *xhi * (size_t)ng);
+        xc = aligned_alloc(64, sizeof *xc * (size_t)ng);
+        xd = aligned_alloc(64, (sizeof *xd * (size_t)(4 * ng) + 63) & ~(size_t)63); /* whole 64s */
+        if (!xlo || !xhi || !xc || !xd) abort(); /* kernels cannot fail; 200 bytes per 32 inputs */
+    }
+    const __m512i eight = _mm512_set1_epi8(8);
+    for (int g = 0; g < ng; g++) {
+        _Alignas(64) int8_t lo[64], hi[64];
+        for (int j = 0; j < 4; j++) {
+            memcpy(lo + 16 * j, xb[4 * g + j].qs, 16);
+            memcpy(hi + 16 * j, xb[4 * g + j].qs + 16, 16);
+            xd[4 * g + j] = _cvtsh_ss(xb[4 * g + j].d);
+        }
+        xlo[g] = _mm512_load_si512(lo);
+        xhi[g] = _mm512_load_si512(hi);
+        __m512i c = _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, xlo[g]);
+        c = _mm512_dpbusd_epi32(c, eight, xhi[g]);
+        xc[g] = _mm512_sub_epi32(_mm512_setzero_si512(), c);
+    }
+    /* word 8j + i of a group <- word i of block j's qs (a block's qs start
+     * at an even byte, 18j + 2): blocks 0-3 of an 8 from words 0..63 (two
+     * loads), blocks 4-7 from bytes 64..127 and 80..143 (the second index
+     * set: < 32 from the first source) */
+    _Alignas(64) uint16_t ia[32], ib[32];
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 8; i++) {
+            int wa = 9 * j + 1 + i, wb = 36 + 9 * j + 1 + i;
+            ia[8 * j + i] = (uint16_t)wa;                                  /* l0:l1 */
+            ib[8 * j + i] = (uint16_t)(wb < 64 ? wb - 32 : 32 + wb - 40); /* l1:l2 */
+        }
+    const __m512i idx_a = _mm512_load_si512(ia), idx_b = _mm512_load_si512(ib);
+    /* the scale of block j over its 4 lanes */
+    const __m512i lanes_a = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i lanes_b = _mm512_add_epi32(lanes_a, _mm512_set1_epi32(4));
+    switch (nb) {
+    case 24: q4w_rows(y, w, ldw, b, 24, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
+    case 96: q4w_rows(y, w, ldw, b, 96, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
+    default: q4w_rows(y, w, ldw, b, nb, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
+    }
+    if (heap) {
+        free(xlo);
+        free(xhi);
+        free(xc);
+        free(xd);
+    }
+}
+/* rows of 8·k blocks, longer than the small models' (q15's gemv_q path) */
+#define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+
+/* ---- the Q8_0 decode GEMV for long rows: two blocks per zmm ---------------------
+ *
+ * y[o0..o1) = W · x for one token, W[OUT, IN] in Q8_0, IN a multiple of 256
+ * (8 blocks: 272 bytes, read as zmm loads at bytes 0, 64, 128, 192 and 208,
+ * nothing outside). A block's 32 weights start at an even byte (34j + 2),
+ * so one vpermt2w gathers two blocks into a zmm; as unsigned bytes w + 128
+ * against x's bytes in one vpdpbusd, each int32 lane starting at -128·Σ of
+ * its 4 x bytes, so it holds exactly Σ w·x of its 4 elements (8 lanes per
+ * block); then × d_w·d_x of its block and an fma into one of two f32
+ * accumulators. About 5 instructions per 34-byte block where gemv_q takes
+ * 7-8. Each row is computed by the same operations wherever it falls. */
+/* rows o0..o1 of gemv_q8_wide on its prepared x (one instantiation per
+ * common row length, so the block loop unrolls: GPT-2's 24 and 96) */
+static inline __attribute__((always_inline)) void
+q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int o0, int o1,
+         const __m512i *xq, const __m512i *xc, const float *xd, const __m512i ix[4],
+         const __m512i sl[4]) {
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    const __m512i i0 = ix[0], i1 = ix[1], i2 = ix[2], i3 = ix[3];
+    const __m512i s01 = sl[0], s23 = sl[1], s45 = sl[2], s67 = sl[3];
+    for (int o = o0; o < o1; o++) {
+        const char *wo = w + (size_t)o * ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+        for (int k = 0; k < nb; k += 8) {
+            const char *p = wo + (size_t)k * sizeof(tg_block_q8_0);
+            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+            const __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
+            const __m512i l4 = _mm512_loadu_si512(p + 208);
+            __m512 s8 = _mm512_castps256_ps512(
+                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(0, p)), _mm256_load_ps(xd + k)));
+            const int pk = k / 2;
+#define Q8W_PAIR(acc, n, la, ix_, lb, sl)                                                   \
+    do {                                                                                    \
+        __m512i u = _mm512_xor_si512(_mm512_permutex2var_epi16(la, ix_, lb), u128);         \
+        __m512i d = _mm512_dpbusd_epi32(xc[pk + (n)], u, xq[pk + (n)]);                     \
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(sl, s8), acc); \
+    } while (0)
+            Q8W_PAIR(a0, 0, l0, i0, l1, s01);
+            Q8W_PAIR(a1, 1, l1, i1, l2, s23);
+            Q8W_PAIR(a0, 2, l2, i2, l3, s45);
+            Q8W_PAIR(a1, 3, l3, i3, l4, s67);
+#undef Q8W_PAIR
+        }
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
+#define Q8W_STACK_PAIRS 128 /* pairs of blocks on the stack: IN <= 8192 */
+static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                         const float *b, int nb, int o0, int o1) {
+    const int np = nb / 2;
+    __m512i xq_s[Q8W_STACK_PAIRS], xc_s[Q8W_STACK_PAIRS];
+    _Alignas(64) float xd_s[2 * Q8W_STACK_PAIRS];
+    __m512i *xq = xq_s, *xc = xc_s;
+    float *xd = xd_s;
+    int heap = np > Q8W_STACK_PAIRS;
+    if (heap) {
+        xq = aligned_alloc(64, sizeof *xq * (size_t)np);
+        xc = aligned_alloc(64, sizeof *xc * (size_t)np);
+        xd = aligned_alloc(64, (sizeof *xd * (size_t)(2 * np) + 63) & ~(size_t)63);
+        if (!xq || !xc || !xd) abort(); /* kernels cannot fail; 132 bytes per 32 inputs */
+    }
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    for (int p = 0; p < np; p++) {
+        _Alignas(64) int8_t q[64];
+        memcpy(q, xb[2 * p].qs, 32);
+        memcpy(q + 32, xb[2 * p + 1].qs, 32);
+        xd[2 * p] = _cvtsh_ss(xb[2 * p].d);
+        xd[2 * p + 1] = _cvtsh_ss(xb[2 * p + 1].d);
+        xq[p] = _mm512_load_si512(q);
+        xc[p] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), u128, xq[p]));
+    }
+    /* word 16j + i of pair k <- word i of block 2k + j's qs (word 17·(2k+j)
+     * + 1 + i of the 8 blocks), from two of the five loads: pair 0 from
+     * L0:L1, 1 from L1:L2, 2 from L2:L3, 3 from L3:L4 (L4 = words 104..135) */
+    _Alignas(64) uint16_t ix[4][32];
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < 16; i++) {
+                int wd = 17 * (2 * k + j) + 1 + i, lo = 32 * k;
+                ix[k][16 * j + i] = (uint16_t)(k < 3 ? wd - lo : wd < 128 ? wd - 96 : 32 + wd - 104);
+            }
+    const __m512i i0 = _mm512_load_si512(ix[0]), i1 = _mm512_load_si512(ix[1]);
+    const __m512i i2 = _mm512_load_si512(ix[2]), i3 = _mm512_load_si512(ix[3]);
+    /* the scale of block j over its 8 lanes */
+    const __m512i s01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i two = _mm512_set1_epi32(2);
+    const __m512i s23 = _mm512_add_epi32(s01, two), s45 = _mm512_add_epi32(s23, two);
+    const __m512i s67 = _mm512_add_epi32(s45, two);
+    const __m512i ixv[4] = {i0, i1, i2, i3}, slv[4] = {s01, s23, s45, s67};
+    switch (nb) {
+    case 24: q8w_rows(y, w, ldw, b, 24, o0, o1, xq, xc, xd, ixv, slv); break;
+    case 96: q8w_rows(y, w, ldw, b, 96, o0, o1, xq, xc, xd, ixv, slv); break;
+    default: q8w_rows(y, w, ldw, b, nb, o0, o1, xq, xc, xd, ixv, slv); break;
+    }
+    if (heap) {
+        free(xq);
+        free(xc);
+        free(xd);
+    }
+}
+#define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q8_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+
+/* F16/BF16 rows on zmm (matmul_avx512.c) */
+#define GEMV_HALF_WIDE tg_gemv_half_avx512
 
 #include "engine/x86/quant_tmpl.h"

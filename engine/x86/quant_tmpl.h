@@ -376,26 +376,46 @@ static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else if (T == 1) {
+#ifdef GEMV_Q8_WIDE /* the ISA's GEMV for long rows, where it has one */
+        if (GEMV_Q8_WIDE(y, x, w, ldw, b, in / TG_QK, o0, o1)) return;
+#endif
+        gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    } else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else if (T == 1) {
+#ifdef GEMV_Q4_WIDE /* the ISA's GEMV for long rows, where it has one */
+        if (GEMV_Q4_WIDE(y, x, w, ldw, b, in / TG_QK, o0, o1)) return;
+#endif
+        gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    } else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                        int in, int out, int o0, int o1) {
-    if (T == 1) gemv_half(1, y, x, w, ldw, b, in, o0, o1);
+    if (T == 1) {
+#ifdef GEMV_HALF_WIDE /* the ISA's own half GEMV, where it has one */
+        GEMV_HALF_WIDE(1, y, x, w, ldw, b, in, o0, o1);
+#else
+        gemv_half(1, y, x, w, ldw, b, in, o0, o1);
+#endif
+    }
     else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
-    if (T == 1) gemv_half(0, y, x, w, ldw, b, in, o0, o1);
+    if (T == 1) {
+#ifdef GEMV_HALF_WIDE
+        GEMV_HALF_WIDE(0, y, x, w, ldw, b, in, o0, o1);
+#else
+        gemv_half(0, y, x, w, ldw, b, in, o0, o1);
+#endif
+    }
     else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 

@@ -25,6 +25,10 @@ void tg_kernels_init_bf16_avx512bf16(tg_kernels *k);
  * f32 x): y[o0..o1) = W · x + b. */
 void tg_gemv_bf16_avx2(float *y, const float *x, const void *w, size_t ldw, const float *b, int in,
                        int o0, int o1);
+/* The F16 (h16) / BF16 decode GEMV on zmm (matmul_avx512.c; AVX-512F/BW):
+ * y[o0..o1) = W · x + b, x f32, W's rows ldw bytes apart. */
+void tg_gemv_half_avx512(int h16, float *y, const float *x, const void *w, size_t ldw,
+                         const float *b, int in, int o0, int o1);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
 void tg_kernels_init_train_avx512(tg_kernels *k);
 #endif

@@ -271,6 +271,34 @@ Test(matmul_w, short_rows_gemv) {
             }
 }
 
+/* The decode GEMVs of long rows (T = 1): AVX-512's zmm paths take Q4_0 and
+ * Q8_0 rows of 8·k blocks, k > 2 (four or two blocks per vector; the x
+ * layout on the heap past 16384 / 8192 inputs), F16/BF16 rows of any
+ * length (16 per vector, a masked tail); the lengths around those edges,
+ * and column ranges that start and end inside a row block. */
+Test(matmul_w, gemv_long_rows) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int ins_q[] = {256, 512, 544, 768, 800, 1024, 8192, 8448, 16384, 16640};
+    static const int ins_f[] = {15, 16, 47, 63, 64, 65, 127, 129, 1000, 3072, 16641};
+    static const int outs[] = {1, 3, 17, 50};
+    for (int ty = 0; ty < LEN(typed); ty++) {
+        int q = tg_wtype_q8_act(typed[ty]);
+        const int *ins = q ? ins_q : ins_f;
+        int n_in = q ? LEN(ins_q) : LEN(ins_f);
+        for (int a = 0; a < n_in; a++)
+            for (int b = 0; b < LEN(outs); b++) {
+                if ((double)ins[a] * outs[b] > 3e5) continue;
+                tcase c = tc_new(&r, typed[ty], 1, ins[a], outs[b], (a + b) & 1);
+                check_case(&ref, eng, n_eng, &c, 0, outs[b]);
+                if (outs[b] == 50) check_case(&ref, eng, n_eng, &c, 16, 33);
+                tc_free(&c);
+            }
+    }
+}
+
 /* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): the
  * prefill token counts 3, 17, 128 against rows 1, 3, 17, 50 and lengths
  * around the pair and 32-wide steps, odd ones included. */
