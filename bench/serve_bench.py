@@ -256,7 +256,7 @@ def main():
     print("2b. where the two streams' time goes (CPU time, every thread): the server %.2f ms for both (%.2f ms for one "
           "stream alone: %.2fx), this client %.2f ms; the requests start %.2f ms apart and end %.2f ms apart; "
           "if one stream's window were its server CPU and the two streams' were server + client CPU spread over %d "
-          "cores, the ratio would be %.2fx (load-free estimate of what 2. can reach)"
+          "cores, two streams would give %.2fx one (an estimate of what 2. can reach that the load moves little)"
           % (1e3 * srv2, 1e3 * med(R["one22_cpu"]), srv2 / med(R["one22_cpu"]), 1e3 * cli2, 1e3 * med(x[2] for x in d),
              1e3 * med(x[3] for x in d), min(2, os.cpu_count()),
              2 * med(R["one22_cpu"]) / ((srv2 + cli2) / min(2, os.cpu_count()))))
