@@ -33,9 +33,10 @@ def commands(exe):
     return cmds
 
 
-def list_options(exe, cmd):
-    """{name: kind} for every name (and alias) of the command's table."""
-    code, out, _ = run(exe, cmd, "--list-options")
+def list_options(exe, cmd, *mode):
+    """{name: kind} for every name (and alias) of the command's table (mode:
+    arguments that select another table, e.g. "--task", NAME)."""
+    code, out, _ = run(exe, cmd, *mode, "--list-options")
     opts = {}
     for line in out.splitlines():
         names, kind = line.split()
@@ -85,6 +86,6 @@ class Help:
         return None
 
 
-def command_help(exe, cmd):
-    code, out, _ = run(exe, cmd, "--help")
+def command_help(exe, cmd, *mode):
+    code, out, _ = run(exe, cmd, *mode, "--help")
     return code, Help(out)

@@ -276,6 +276,20 @@ typedef struct tg_kernels {
      * the reference sums in double throughout. */
     double (*sumsq)(const float *x, size_t n);
 
+    /* RMSNorm backward for x[T,N] (r = 1/sqrt(mean(x²) + eps) recomputed as
+     * in the forward, the mean of squares summed in f32), u = g⊙dy:
+     *   dx[t] += r · u - x · r³ · mean(u⊙x)
+     *   dg[N] += Σ_t dy⊙x·r */
+    void (*rmsnorm_bwd)(float *dx, float *dg, const float *dy, const float *x,
+                        const float *g, int T, int n, float eps);
+
+    /* SwiGLU backward: y = silu(a)·b, σ = 1/(1 + e^(-a)), dy = dL/dy:
+     *   da[N] = dy · b · σ · (1 + a·(1 - σ)),   db[N] = dy · a·σ
+     * (da, db may alias a, b or dy element for element: each element's
+     * inputs are read before its outputs are written) */
+    void (*silu_mul_bwd)(float *da, float *db, const float *a, const float *b,
+                         const float *dy, int n);
+
     /* ---- Llama-family kernels (model/llama.c) ------------------------------ */
 
     /* y[T,N] = x / sqrt(mean(x²) + eps) · g, per row (RMSNorm; y may alias x).

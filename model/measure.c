@@ -172,7 +172,7 @@ tg_status tg_profile_run(tg_gpt *g, const tg_profile_opts *o, tg_profile *out, t
     out->n_threads = nth;
     tg_status st = tg_profiler_create(&out->profiler, c, nth, tg_gpt_pool(g), o->keep_events, 0, err);
     if (st) return st;
-    tg_profiler_set_model(out->profiler, tg_gpt_model(g));
+    tg_profiler_set_gpt(out->profiler, g);
     float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
     if (!logits) return tg_fail(err, TG_ERR_NOMEM, "profile: out of memory");
     /* Warm-up, unprofiled: pages of the weights, caches, the pool. */
@@ -208,7 +208,7 @@ tg_status tg_profile_sweep(tg_gpt *g, const int *ctxs, int n_ctx, int steps, uin
     tg_profiler *p = NULL;
     tg_status st = tg_profiler_create(&p, c, tg_pool_size(tg_gpt_pool(g)), tg_gpt_pool(g), 0, 0, err);
     if (st) return st;
-    tg_profiler_set_model(p, tg_gpt_model(g));
+    tg_profiler_set_gpt(p, g);
     int *tokens = malloc((size_t)(max_c + 1) * sizeof *tokens);
     float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
     double *st_ns = calloc((size_t)steps * 5, sizeof *st_ns);
@@ -330,6 +330,7 @@ tg_status tg_bench_run(tg_gpt *g, int is_pp, int n, int reps, const int *tokens,
         tg_typed_bytes_of(tg_gpt_model(g), &tb);
         r->cost.weight_bytes += tg_opcost_typed_delta_model(tg_gpt_model(g)) * (r->is_pp ? 1 : n) +
                                 tb.token[TG_OP_EMBED] * n;
+        r->cost.kv_bytes *= tg_kv_scale(tg_gpt_kv_type(g)); /* an f16 cache: half the bytes */
         /* The bytes of the roofline are what comes from memory: weights and
          * KV cache (activations stay in cache). */
         double bytes = r->cost.weight_bytes + r->cost.kv_bytes;
@@ -379,7 +380,7 @@ tg_status tg_speed_run(tg_gpt *g, const int *ids, size_t n_ids, int N, int reps,
         tg_profiler *p;
         if ((st = tg_profiler_create(&p, c, tg_pool_size(tg_gpt_pool(g)), tg_gpt_pool(g), 0, 0, err)))
             break;
-        tg_profiler_set_model(p, tg_gpt_model(g));
+        tg_profiler_set_gpt(p, g);
         tg_gpt_set_probe(g, tg_profiler_probe(p));
         tg_profiler_step_begin(p);
         st = tg_gpt_forward(g, ids, N, 0, logits, 0, err);

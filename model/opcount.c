@@ -180,8 +180,15 @@ static double typed_extra(const tg_weight *m) {
     return (double)m->rows * (double)m->row_bytes - F32 * (double)m->rows * (double)m->cols;
 }
 
+double tg_kv_scale(tg_wtype kv_type) { return kv_type == TG_WTYPE_F16 ? 0.5 : 1.0; }
+
+void tg_typed_bytes_of_gpt(const tg_gpt *g, tg_typed_bytes *out) {
+    tg_typed_bytes_of(tg_gpt_model(g), out);
+    out->kv_scale = tg_kv_scale(tg_gpt_kv_type(g));
+}
+
 void tg_typed_bytes_of(const tg_model *m, tg_typed_bytes *out) {
-    *out = (tg_typed_bytes){{0}, {0}};
+    *out = (tg_typed_bytes){{0}, {0}, 1.0};
     double E = m->cfg.n_embd;
     if (m->cfg.arch == TG_ARCH_LLAMA) {
         const tg_llama_weights *w = &m->llama;
@@ -214,6 +221,7 @@ tg_opcost tg_opcost_step_typed(const tg_gpt2_config *c, const tg_typed_bytes *tb
                                int pos, int n_logits) {
     tg_opcost k = tg_opcost_step(c, op, T, pos, n_logits);
     if (tb && op >= 0 && op < TG_OP_COUNT) k.weight_bytes += tb->step[op] + tb->token[op] * T;
+    if (tb && tb->kv_scale > 0) k.kv_bytes *= tb->kv_scale;
     return k;
 }
 

@@ -9,7 +9,8 @@
  *    as do max and compare; divisions and square roots once per row are not
  *    counted;
  *  - bytes are what the op must read if nothing were cached: every input
- *    element counted once per call (weights as f32, 4 bytes), writes not
+ *    element counted once per call (weights and the KV cache as f32, 4
+ *    bytes; tg_typed_bytes below gives the real types), writes not
  *    counted. Activations are usually in cache, so weights + KV bytes are
  *    the DRAM traffic of a decode step;
  *  - ln_f and lm_head run on n_logits rows (1, or T with all logits);
@@ -62,9 +63,14 @@ double tg_opcost_typed_delta_model(const tg_model *m);
 typedef struct tg_typed_bytes {
     double step[TG_OP_COUNT];
     double token[TG_OP_COUNT];
+    double kv_scale; /* the KV cache's bytes per element / 4: 1 (f32), 0.5 (f16); 0 = 1 */
 } tg_typed_bytes;
 void tg_typed_bytes_of(const tg_model *m, tg_typed_bytes *out);
-/* tg_opcost_step with the model's real weight bytes (tb NULL: as f32). */
+/* tg_typed_bytes_of(the handle's model), with the handle's KV cache type. */
+void tg_typed_bytes_of_gpt(const tg_gpt *g, tg_typed_bytes *out);
+/* kv_scale of a KV cache type (TG_WTYPE_F32 or TG_WTYPE_F16). */
+double tg_kv_scale(tg_wtype kv_type);
+/* tg_opcost_step with the model's real weight and KV bytes (tb NULL: as f32). */
 tg_opcost tg_opcost_step_typed(const tg_gpt2_config *c, const tg_typed_bytes *tb, tg_op op, int T,
                                int pos, int n_logits);
 tg_opcost tg_opcost_add(tg_opcost a, tg_opcost b);

@@ -175,6 +175,7 @@ void tg_profiler_record(tg_profiler *p, int ith, tg_op op, int layer, int head, 
 /* ---- create / free ------------------------------------------------------------ */
 
 void tg_profiler_set_model(tg_profiler *p, const tg_model *m) { tg_typed_bytes_of(m, &p->typed); }
+void tg_profiler_set_gpt(tg_profiler *p, const tg_gpt *g) { tg_typed_bytes_of_gpt(g, &p->typed); }
 
 tg_status tg_profiler_create(tg_profiler **out, const tg_gpt2_config *cfg, int n_threads,
                              tg_pool *pool, int keep_events, size_t max_events, tg_err *err) {

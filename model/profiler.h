@@ -71,6 +71,9 @@ void tg_profiler_free(tg_profiler *p);
 /* Counts the weight bytes of every op from m's real tensor types (f16,
  * q8_0, ...: tg_typed_bytes_of) instead of as f32, from the next step on. */
 void tg_profiler_set_model(tg_profiler *p, const tg_model *m);
+/* tg_profiler_set_model(the handle's model), and the KV bytes of the
+ * handle's KV cache type (f16: half the f32 count). */
+void tg_profiler_set_gpt(tg_profiler *p, const tg_gpt *g);
 
 /* The probe to hand to tg_gpt_set_probe (valid while p lives). */
 const tg_probe *tg_profiler_probe(const tg_profiler *p);

@@ -92,6 +92,8 @@ void tg_sampler_reset(tg_sampler *s) {
     s->tau = -INFINITY;
 }
 
+void tg_sampler_forget(tg_sampler *s) { s->n_recent = s->head = 0; }
+
 void tg_sampler_accept(tg_sampler *s, int token) {
     int w = s->p.repeat_window;
     if (w <= 0 || token < 0 || token >= s->V) return;

@@ -52,6 +52,9 @@ void tg_sampler_free(tg_sampler *s);
 void tg_sampler_accept(tg_sampler *s, int token);
 /* Forgets the recorded tokens and restarts the RNG from the seed. */
 void tg_sampler_reset(tg_sampler *s);
+/* Forgets the recorded tokens only: the RNG goes on (a REPL that cuts its
+ * text back records what it kept again). */
+void tg_sampler_forget(tg_sampler *s);
 
 /* Picks a token from logits[V] (not modified): an id in [0, V), or -1 when
  * every logit is NaN or -inf (see above). Does not accept it. */

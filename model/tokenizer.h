@@ -102,6 +102,8 @@ enum {
     TG_ENCODE_SPECIAL = 1, /* parse_special of tg_tokenizer_encode */
     TG_ENCODE_BOS = 2,     /* prepend BOS (if the vocabulary has one) */
     TG_ENCODE_EOS = 4,     /* append EOS (if the vocabulary has one) */
+    TG_ENCODE_NO_PREFIX = 8, /* SentencePiece: no dummy-prefix space (the text goes on
+                                from where the one before it ended) */
 };
 /* tg_tokenizer_encode with BOS/EOS chosen by the caller (e.g. a REPL's
  * later lines: no BOS). */

@@ -406,8 +406,9 @@ tg_status tg_spm_encode(tg_spm *s, const char *text, size_t len, int flags, int 
     if (ibuf_push(&out, 0)) return tg_fail(err, TG_ERR_NOMEM, "tokenizer: out of memory");
     out.n = 0;
     if ((flags & TG_ENCODE_BOS) && s->bos >= 0 && ibuf_push(&out, s->bos)) goto nomem;
+    int prefix = !(flags & TG_ENCODE_NO_PREFIX);
     if (!(flags & TG_ENCODE_SPECIAL) || !s->n_specials) {
-        st = encode_fragment(s, text, len, 1, &out, err);
+        st = encode_fragment(s, text, len, prefix, &out, err);
     } else {
         /* llama.cpp's rule: a dummy prefix at the start and after each special */
         size_t *hits = malloc((size_t)s->n_specials * sizeof *hits);
@@ -417,7 +418,7 @@ tg_status tg_spm_encode(tg_spm *s, const char *text, size_t len, int flags, int 
         while (pos < len && !st) {
             size_t at;
             int sid = next_special(s, text, len, pos, hits, &at);
-            st = encode_fragment(s, text + pos, at - pos, 1, &out, err);
+            st = encode_fragment(s, text + pos, at - pos, prefix, &out, err);
             if (!st && sid >= 0) {
                 if (ibuf_push(&out, sid)) {
                     free(hits);

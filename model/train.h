@@ -1,4 +1,5 @@
-/* train.h — GPT-2 training in C: forward and backward over a batch, AdamW.
+/* train.h — GPT-2 and Llama training in C: forward and backward over a
+ * batch, AdamW.
  *
  * Dimension legend (model/): L layers, H heads, E width, HS = E/H head size,
  * F = 4E feed-forward width, V vocabulary, C context; a batch is B sequences
@@ -19,6 +20,7 @@
 
 #include "engine/engine.h"
 #include "weights/gpt2.h"
+#include "weights/llama.h"
 
 /* The parameter table: views into one allocation, in this order. Per-layer
  * tensors are stacked over L. Matrices are [OUT, IN] (GGUF order); the LM
@@ -41,6 +43,20 @@ typedef struct tg_train_params {
 
 enum { TG_TRAIN_N_TENSORS = 16 };
 
+/* A Llama's table (cfg.arch == TG_ARCH_LLAMA), in this order; per-layer
+ * tensors stacked over L. Q = H·HS, KV = KVH·HS. */
+typedef struct tg_train_llama_params {
+    float *tok_embd;     /* [V, E] */
+    float *attn_norm;    /* [L, E] */
+    float *wqkv;         /* [L, Q + 2KV, E]: rows wq, wk, wv (pairs in cfg.rope_pairs order) */
+    float *wo;           /* [L, E, Q] */
+    float *ffn_norm;     /* [L, E] */
+    float *w13;          /* [L, 2F, E]: rows w1 (gate), then w3 (up) */
+    float *w2;           /* [L, E, F] */
+    float *out_norm;     /* [E] */
+    float *output;       /* [V, E]; == tok_embd when tied (not a tensor of its own then) */
+} tg_train_llama_params;
+
 /* Name, element count and whether AdamW decays it, for tensor i of the table. */
 typedef struct tg_train_tensor {
     const char *name;
@@ -57,9 +73,16 @@ typedef struct tg_trainer tg_trainer;
 /* A trainer for cfg (n_ff must be 4E, n_embd % n_head == 0) and batches of
  * up to B×T tokens (T <= n_ctx), on n_threads threads and the given ISA
  * (NULL: $TINYGPT_ISA or the best). Parameters start at zero: call
- * tg_trainer_init_params or write them through tg_trainer_params. */
+ * tg_trainer_init_params or write them through tg_trainer_params.
+ * cfg.arch TG_ARCH_LLAMA trains a Llama (tied classifier; any n_ff,
+ * n_kv_head dividing n_head, head_dim, rope_dim <= head_dim, either
+ * rope_pairs). */
 tg_status tg_trainer_create(tg_trainer **out, const tg_gpt2_config *cfg, int B, int T,
                             int n_threads, const char *isa, tg_err *err);
+/* flags of tg_trainer_create_ex */
+enum { TG_TRAIN_UNTIED = 1 /* Llama: a classifier of its own */ };
+tg_status tg_trainer_create_ex(tg_trainer **out, const tg_model_config *cfg, int flags, int B,
+                               int T, int n_threads, const char *isa, tg_err *err);
 void tg_trainer_free(tg_trainer *tr);
 
 const tg_gpt2_config *tg_trainer_config(const tg_trainer *tr);
@@ -73,10 +96,19 @@ float *tg_trainer_adam_v(tg_trainer *tr);
 /* The table over params (or over grads). */
 tg_train_params tg_trainer_param_table(tg_trainer *tr);
 tg_train_params tg_trainer_grad_table(tg_trainer *tr);
+/* Tensor i < tg_trainer_n_tensors of the table (TG_TRAIN_N_TENSORS for
+ * GPT-2; a Llama's: 8, or 9 untied). */
 tg_train_tensor tg_trainer_tensor(const tg_trainer *tr, int i);
+int tg_trainer_n_tensors(const tg_trainer *tr);
+/* A Llama trainer's tables. */
+tg_train_llama_params tg_trainer_llama_table(tg_trainer *tr);
+tg_train_llama_params tg_trainer_llama_grad_table(tg_trainer *tr);
+int tg_trainer_tied(const tg_trainer *tr);
 
 /* GPT-2's initialisation: N(0, 0.02) for weights and embeddings, 0.02/√(2L)
- * for the two residual projections, zero biases, unit layernorm gains. */
+ * for the two residual projections, zero biases, unit layernorm gains.
+ * A Llama's: the same normals (wo and w2 the residual projections), unit
+ * RMSNorm gains (llama2.c's model.py, tinygpt init --arch llama). */
 void tg_trainer_init_params(tg_trainer *tr, uint64_t seed);
 
 /* Forward over tokens[B,T] with targets[B,T]; *loss = mean cross-entropy
@@ -109,6 +141,9 @@ void tg_trainer_set_adam_t(tg_trainer *tr, long t);
 /* Weight views over the parameters, for tg_gpt2_save (layers[L] is
  * caller-owned; lm_head = wte, tied). */
 void tg_trainer_weights(tg_trainer *tr, tg_gpt2_weights *w, tg_gpt2_layer *layers);
+/* The same for a Llama trainer, for tg_llama_save (layers[L] caller-owned;
+ * wq/wk/wv and w1/w3 are row ranges of the fused tensors). */
+void tg_trainer_llama_weights(tg_trainer *tr, tg_llama_weights *w, tg_llama_layer *layers);
 
 /* Learning rate at step s (0-based): linear warmup over `warmup` steps to
  * lr_max, then cosine decay to lr_min at step `steps`. */

@@ -41,8 +41,10 @@ static void help(FILE *f) {
             RUN_HELP_NO_CHECK
             RUN_HELP_TOKENIZER
             RUN_HELP_KV_TYPE
-            "A model trained with train --task shows an example of its task, the marks\n"
-            "labelled (attention --task NAME --help).\n",
+            "  --task NAME          show an example of a synthetic task instead, its marks\n"
+            "                       labelled (tinygpt task --help lists the tasks), with\n"
+            "                       options of its own: attention --task NAME --help\n"
+            "A model trained with train --task shows an example of its task, as with --task.\n",
             DEFAULT_PROMPT, ATTN_SVG_RECT_MAX_T);
 }
 
@@ -53,6 +55,7 @@ int cmd_attention(int argc, char **argv) {
     long layer = -1, head = -1, query = -1, threads = 1;
     int log_scale = 0, json = 0;
     run_opts ro = {0};
+    const char *task_name = NULL; /* TASK_CLI_OPT: never parsed here */
     const cli_opt opts[] = {
         {CLI_STR("-m", "--model", &model_path)},
         {CLI_STR("-p", "--prompt", &prompt)},
@@ -67,6 +70,7 @@ int cmd_attention(int argc, char **argv) {
         {RUN_OPT_NO_CHECK(&ro.no_check)},
         {RUN_OPT_TOKENIZER(&ro.tokenizer)},
         {RUN_OPT_KV_TYPE(&ro.kv_type)},
+        {TASK_CLI_OPT(&task_name)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

@@ -61,11 +61,14 @@ static void help(FILE *f) {
             "  --tokenizer PATH    use this vocabulary instead of the model's: llama2.c\n"
             "                      tokenizer.bin, GGUF, tokenizer.json or HF folder\n"
             "  --kv-type TYPE      KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
+            "  --task NAME         score the answers of a synthetic task instead (tinygpt task\n"
+            "                      --help lists them), with options of its own: eval --task\n"
+            "                      NAME --help\n"
             "By default the windows do not overlap and each scores every token but its\n"
             "first, so a token has 0 to N-1 tokens of context (N/2 on average) and the\n"
             "perplexity is higher than with --stride or --first-half.\n"
-            "A model trained with train --task, or eval --task NAME, scores the answers of\n"
-            "that synthetic task instead (eval --task NAME --help).\n");
+            "A model trained with train --task (and no -f) scores the answers of its task,\n"
+            "as with --task.\n");
 }
 
 /* -log softmax(logits[V])[target], in double */
@@ -114,6 +117,7 @@ int cmd_eval(int argc, char **argv) {
     long ctx = 0, threads = 1, stride = 0;
     int json = 0, first_half = 0;
     run_opts ro = {0};
+    const char *task_name = NULL; /* TASK_CLI_OPT: never parsed here */
     const cli_opt opts[] = {
         {CLI_STR("-m", "--model", &model_path)},
         {CLI_STR("-f", "--file", &text_path)},
@@ -127,6 +131,7 @@ int cmd_eval(int argc, char **argv) {
         {RUN_OPT_TOKENIZER(&ro.tokenizer)},
         {RUN_OPT_KV_TYPE(&ro.kv_type)},
         {CLI_FLAG("--json", NULL, &json, 1)},
+        {TASK_CLI_OPT(&task_name)},
         {0},
     };
     int parsed = cli_parse(CMD, help, opts, argc, argv);

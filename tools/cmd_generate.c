@@ -68,9 +68,9 @@ static void help(FILE *f) {
             "  --top-logprobs K      with --json/--jsonl: also the K most likely tokens at each\n"
             "                        step with theirs, [0, %d] (default 0)\n"
             "  -i, --interactive     a REPL: type a line, the model continues the conversation\n"
-            "                        (kept in the context); an empty line continues, a line\n"
-            "                        ending in \\ adds no newline; Ctrl-C stops a\n"
-            "                        continuation, Ctrl-D exits\n"
+            "                        (kept in the context as shown: a --stop string is not);\n"
+            "                        an empty line continues, a line ending in \\ adds no\n"
+            "                        newline; Ctrl-C stops a continuation, Ctrl-D exits\n"
             RUN_HELP_NO_CHECK
             RUN_HELP_TOKENIZER
             RUN_HELP_KV_TYPE
@@ -386,7 +386,8 @@ static void token_json(FILE *f, gen *g, cont *c, int tok) {
 
 /* Samples up to -n tokens from g->logits on: prints them through the stop
  * filter into k, records them in c, and feeds each one back (in the
- * REPL also the last, so the conversation holds every token shown). */
+ * REPL also the last, so the conversation holds every token shown; not one
+ * that completed a stop string, see keep_shown). */
 static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k, cont *c,
                                int sample) {
     const gen_opts *o = g->o;
@@ -432,7 +433,7 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
         }
         int last = hit || c->n_out == o->n_gen;
         if (hit) c->stop = "stop";
-        if (last && !o->interactive) break;
+        if (hit || (last && !o->interactive)) break;
         if (g->keep == 0 && tg_gpt_n_pos(g->rc->gpt) == g->C) {
             if (!last) {
                 c->stop = "context";
@@ -610,6 +611,53 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
     return code == EXIT_OK && was_interrupted ? EXIT_RUNTIME : code;
 }
 
+/* The REPL after a stop string: the conversation goes on from the text
+ * shown, shown[n_shown] of the tokens hist[h0..) and one more that completed
+ * the stop string (not fed). The tokens printed whole stay; the others (held
+ * back as a partial match, then cut) leave the text and the cache, and the
+ * shown bytes of the first of them come back encoded; then the logits are
+ * those after the kept text again, and the sampler recalls its tokens. */
+static tg_status keep_shown(gen *g, tg_sampler *smp, size_t h0, const char *shown,
+                            size_t n_shown) {
+    size_t n = h0, at = 0; /* tokens kept; bytes of shown they print */
+    for (int prev = -1; n < g->n_hist; n++) {
+        size_t plen = 0;
+        const char *piece = tg_tokenizer_piece_after(g->rc->tok, prev, g->hist[n], &plen);
+        if (!piece || at + plen > n_shown) break;
+        at += plen;
+        prev = g->hist[n];
+    }
+    int *rest = NULL;
+    size_t n_rest = 0;
+    tg_status s = tg_tokenizer_encode_ex(g->rc->tok, at < n_shown ? shown + at : "",
+                                         n_shown - at, TG_ENCODE_NO_PREFIX, &rest, &n_rest,
+                                         &g->err);
+    size_t drop = g->n_hist - n;
+    int P = tg_gpt_n_pos(g->rc->gpt);
+    g->n_hist = n;
+    if (s || drop == 0) {
+        /* the logits are the kept text's already (or rest's, below) */
+    } else if ((size_t)P > drop) { /* the cache holds hist[n-1] */
+        s = tg_gpt_truncate(g->rc->gpt, P - (int)drop - (n_rest ? 0 : 1), &g->err);
+        if (!s && !n_rest) { /* run hist[n-1] again for its logits */
+            int last = g->hist[--g->n_hist];
+            s = feed(g, &last, 1);
+        }
+    } else { /* a context shift fell among the dropped tokens: crop the kept text */
+        int K = (int)(n < (size_t)g->keep ? n : (size_t)g->keep);
+        if (K < 1) K = (int)(n < (size_t)g->C ? n : (size_t)g->C);
+        s = tg_gpt_truncate(g->rc->gpt, 0, &g->err);
+        if (!s) s = tg_gpt_forward(g->rc->gpt, g->hist + n - K, K, 0, g->logits, 0, &g->err);
+    }
+    if (!s && n_rest) s = feed(g, rest, (int)n_rest);
+    free(rest);
+    if (s) return s;
+    tg_sampler_forget(smp);
+    size_t w = (size_t)g->o->window, from = g->n_hist > w ? g->n_hist - w : 0;
+    for (size_t i = from; i < g->n_hist; i++) tg_sampler_accept(smp, g->hist[i]);
+    return TG_OK;
+}
+
 /* The REPL: each line typed is added to the conversation and continued. */
 static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefill,
                            uint64_t seed) {
@@ -636,7 +684,9 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
             c.prev = -1;
             stop_reset(&sf);
             k.n = 0;
+            size_t h0 = g->n_hist;
             tg_status st = continue_text(g, smp, &sf, &k, &c, turns++);
+            if (!st && sf.hit >= 0) st = keep_shown(g, smp, h0, k.text, k.n);
             stream_finish(&k.ts);
             total.n_out += c.n_out;
             total.seconds += c.seconds;

@@ -53,7 +53,8 @@ static const char sweep_legend[] =
     "µs/head = attn µs / (layers x heads); scores, softmax, mix = the three parts in µs\n"
     "per step; GFLOP/s = attention's flops per second; % roof = its roofline bound;\n"
     "KV KiB = the K/V cache bytes one step's attention reads (KV heads x head size x\n"
-    "positions x layers x 2, f32: grouped-query and multi-query models read less).\n";
+    "positions x layers x 2 x 4 bytes, 2 with --kv-type f16: grouped-query and\n"
+    "multi-query models read less).\n";
 
 static void usage_text(FILE *f) {
     fprintf(f,

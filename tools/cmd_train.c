@@ -1,10 +1,11 @@
-/* cmd_train.c — `tinygpt train`: train a GPT-2 on a text file.
+/* cmd_train.c — `tinygpt train`: train a GPT-2 or (--arch llama) a Llama on
+ * a text file.
  *
  * The text is split on bytes (the last --val-frac held out), a byte-level
  * BPE is learned from the training part (or taken from a model), both parts
  * are tokenized, and model/train.c runs AdamW over random windows of the
  * training tokens. Outputs, each written to a temporary file then renamed:
- *   OUT            a plain gpt2 GGUF (weights + tokenizer)
+ *   OUT            a plain gpt2 or llama GGUF (weights + tokenizer)
  *   OUT.ckpt       the training state: parameters in f32, AdamW moments,
  *                  step, RNG, options, loss history (for --resume)
  *   OUT.csv        step, train_loss, val_loss, lr, tokens_per_s, grad_norm
@@ -31,6 +32,8 @@
 #include "tools/cli.h"
 #include "weights/file.h"
 #include "weights/gguf.h"
+#include "weights/llama.h"
+#include "weights/vocab.h"
 #include "tools/task_cli.h"
 
 static const char *const CMD = "train";
@@ -43,6 +46,17 @@ typedef struct train_opts {
     float lr, lr_min, weight_decay, grad_clip, val_frac;
     int32_t f16;
 } train_opts;
+
+/* The architecture's options (stored in the checkpoint after its header:
+ * version 2; a version 1 checkpoint is a GPT-2's). */
+typedef struct train_arch {
+    int32_t arch;        /* tg_arch */
+    int32_t kv_heads;    /* llama: KVH */
+    int32_t ff;          /* llama: F */
+    int32_t untied;      /* llama: a classifier of its own */
+    float rope_theta;    /* llama: θ */
+    int32_t reserved[3];
+} train_arch;
 
 /* One row of the loss history (val_loss NAN when not evaluated). */
 typedef struct hist_row {
@@ -73,13 +87,22 @@ static void help(FILE *f) {
             "                       (default 64M)\n"
             "  -o, --output OUT     the trained model OUT.gguf; OUT.ckpt, OUT.csv, OUT.svg\n"
             "                       beside it (required)\n"
+            "  --arch ARCH          gpt2 | llama (default gpt2)\n"
             "  --layers L           transformer blocks, [1, 64] (default 4)\n"
             "  --heads H            attention heads, [1, 256]; must divide --embd (default 4)\n"
             "  --embd E             width, [1, 4096] (default 128)\n"
             "  --ctx C              context length in tokens, [2, 8192] (default 256)\n"
+            "  --kv-heads KVH       llama: key/value heads, [1, 256], dividing --heads\n"
+            "                       (default: --heads; 1 is multi-query attention)\n"
+            "  --ff F               llama: feed-forward width, [1, 65536] (default llama2.c's:\n"
+            "                       2/3 of 4E rounded up to a multiple of 32)\n"
+            "  --rope-theta T       llama: RoPE base, (0, 1e9] (default 10000)\n"
+            "  --untied             llama: a classifier of its own (default: tied to the\n"
+            "                       token embedding)\n"
             "  --vocab N            learn a byte-level BPE of N tokens from the text,\n"
             "                       [%d, 65536] (default 1024)\n"
-            "  --tokenizer-from M   use the tokenizer of model M instead (default: --vocab)\n"
+            "  --tokenizer-from M   use the tokenizer of model M instead (default: --vocab);\n"
+            "                       llama: also a llama2.c tokenizer.bin or tokenizer.json\n"
             "  --batch B            sequences per step, [1, 256] (default 8)\n"
             "  --steps S            optimizer steps, [1, 10^8] (default 1000)\n"
             "  --lr LR              peak learning rate, [1e-9, 10] (default 1e-3)\n"
@@ -101,9 +124,10 @@ static void help(FILE *f) {
             "                       (default: off)\n"
             "  -t, --threads N      worker threads, [1, 1024] (default 1; results do not\n"
             "                       depend on it)\n"
+            "  --task NAME          train on a synthetic task instead (tinygpt task --help lists\n"
+            "                       them), with options of its own: train --task NAME --help\n"
             "OUT.svg plots the training loss per step and the validation loss, with the\n"
-            "learning rate on a second axis; OUT.csv has the same numbers.\n"
-            "train --task NAME trains on a synthetic task instead (train --task NAME --help).\n",
+            "learning rate on a second axis; OUT.csv has the same numbers.\n",
             TG_BPE_MIN_VOCAB);
 }
 
@@ -143,6 +167,7 @@ typedef struct run {
     size_t n_train, n_val;
     size_t *val_bytes;   /* [n_val]: bytes of each val token */
     uint64_t text_len, text_hash;
+    train_arch a;
     tg_rng rng;
     int64_t step;
     hist_row *hist;
@@ -243,15 +268,24 @@ static void say_held(const run *r, int n_new, tg_err *err) {
  * file holds. */
 static tg_status save_checkpoint(run *r, tg_err *err) {
     const tg_gpt2_config *cfg = tg_trainer_config(r->tr);
-    tg_gpt2_layer *layers = calloc((size_t)cfg->n_layer, sizeof *layers);
+    int llama = cfg->arch == TG_ARCH_LLAMA;
+    void *layers = calloc((size_t)cfg->n_layer, llama ? sizeof(tg_llama_layer) : sizeof(tg_gpt2_layer));
     tg_gguf_writer *gw = NULL;
     if (!layers || tg_gguf_writer_new(&gw, err)) {
         free(layers);
         return tg_fail(err, TG_ERR_NOMEM, "out of memory");
     }
-    tg_gpt2_weights w;
-    tg_trainer_weights(r->tr, &w, layers);
-    tg_status st = tg_gpt2_to_gguf(gw, cfg, &w, r->vocab, r->o.f16 ? TG_DTYPE_F16 : TG_DTYPE_F32, err);
+    int dtype = r->o.f16 ? TG_DTYPE_F16 : TG_DTYPE_F32;
+    tg_status st;
+    if (llama) {
+        tg_llama_weights lw;
+        tg_trainer_llama_weights(r->tr, &lw, layers);
+        st = tg_llama_to_gguf(gw, cfg, &lw, r->vocab, dtype, err);
+    } else {
+        tg_gpt2_weights w;
+        tg_trainer_weights(r->tr, &w, layers);
+        st = tg_gpt2_to_gguf(gw, cfg, &w, r->vocab, dtype, err);
+    }
     if (!st) st = tg_gguf_set_u64(gw, "tinygpt.train.step", (uint64_t)r->step, err);
 
     cli_outfile of[3];
@@ -266,8 +300,8 @@ static tg_status save_checkpoint(run *r, tg_err *err) {
         ckpt_header h;
         memset(&h, 0, sizeof h);
         memcpy(h.magic, "TGTRAIN1", 8);
-        h.version = 1;
-        h.header_size = sizeof h;
+        h.version = 2;
+        h.header_size = sizeof h + sizeof r->a;
         h.o = r->o;
         h.text_len = r->text_len, h.text_hash = r->text_hash;
         h.step = r->step;
@@ -276,7 +310,7 @@ static tg_status save_checkpoint(run *r, tg_err *err) {
         h.n_params = tg_trainer_n_params(r->tr);
         h.n_hist = r->n_hist;
         size_t n = h.n_params;
-        int ok = write_all(of[1].f, &h, sizeof h, 1) &&
+        int ok = write_all(of[1].f, &h, sizeof h, 1) && write_all(of[1].f, &r->a, sizeof r->a, 1) &&
                  write_all(of[1].f, tg_trainer_params(r->tr), sizeof(float), n) &&
                  write_all(of[1].f, tg_trainer_adam_m(r->tr), sizeof(float), n) &&
                  write_all(of[1].f, tg_trainer_adam_v(r->tr), sizeof(float), n) &&
@@ -312,11 +346,22 @@ static tg_status load_checkpoint(const char *path, ckpt_header *h, run *r, tg_er
         return tg_fail(err, TG_ERR_NOMEM, "train: out of memory");
     }
     tg_status st = TG_OK;
-    if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, "TGTRAIN1", 8) || h->version != 1 ||
-        h->header_size != sizeof *h) {
+    train_arch a = {.arch = TG_ARCH_GPT2};
+    if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, "TGTRAIN1", 8) ||
+        !((h->version == 1 && h->header_size == sizeof *h) ||
+          (h->version == 2 && h->header_size == sizeof *h + sizeof a)) ||
+        (h->version == 2 && fread(&a, sizeof a, 1, f) != 1)) {
         st = tg_fail(err, TG_ERR_FORMAT, "%s: not a tinygpt training checkpoint", path);
         goto done;
     }
+    if (a.arch == TG_ARCH_GPT2 ? (a.kv_heads || a.ff || a.untied || a.rope_theta != 0)
+        : a.arch != TG_ARCH_LLAMA || a.kv_heads < 1 || a.kv_heads > 256 || h->o.heads % a.kv_heads ||
+          a.ff < 1 || a.ff > 65536 || (a.untied != 0 && a.untied != 1) ||
+          !(a.rope_theta > 0 && a.rope_theta <= 1e9f)) {
+        st = tg_fail(err, TG_ERR_FORMAT, "%s: architecture options out of range", path);
+        goto done;
+    }
+    r->a = a;
     const train_opts *o = &h->o;
     if (o->layers < 1 || o->layers > 64 || o->heads < 1 || o->heads > 256 || o->embd < 1 ||
         o->embd > 4096 || o->ctx < 2 || o->ctx > 8192 || o->batch < 1 || o->batch > 256 ||
@@ -435,9 +480,13 @@ static tg_status write_svg(const run *r, tg_err *err) {
     /* title: the model and its run */
     fprintf(f, "<text id=\"title\" x=\"%.0f\" y=\"22\" font-size=\"15\">", x0);
     xml_escape(f, r->out);
-    fprintf(f, ": training</text>\n<text x=\"%.0f\" y=\"40\" fill=\"#555555\">%d layer%s, %d head%s, "
+    char kv[48] = "";
+    if (r->a.arch == TG_ARCH_LLAMA)
+        snprintf(kv, sizeof kv, " (%d key/value)", r->a.kv_heads);
+    fprintf(f, ": training</text>\n<text x=\"%.0f\" y=\"40\" fill=\"#555555\">%s%d layer%s, %d head%s%s, "
                "width %d, context %d, batch %d; %lld steps, peak lr %g, warmup %lld</text>\n",
-            x0, r->o.layers, r->o.layers == 1 ? "" : "s", r->o.heads, r->o.heads == 1 ? "" : "s",
+            x0, r->a.arch == TG_ARCH_LLAMA ? "Llama: " : "", r->o.layers, r->o.layers == 1 ? "" : "s",
+            r->o.heads, r->o.heads == 1 ? "" : "s", kv,
             r->o.embd, r->o.ctx, r->o.batch, (long long)r->o.steps, r->o.lr, (long long)r->o.warmup);
     /* gridlines and ticks */
     fprintf(f, "<g id=\"grid\" stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
@@ -544,18 +593,27 @@ int cmd_train(int argc, char **argv) {
                     .lr = 1e-3f, .lr_min = -1.0f, .weight_decay = 0.1f, .grad_clip = 1.0f,
                     .val_frac = 0.1f, .f16 = 0};
     const char *text_path = NULL, *out = NULL, *tok_from = NULL, *resume = NULL;
-    long threads = 1, stop_at = -1;
+    const char *arch_s = NULL;
+    long threads = 1, stop_at = -1, kv_heads = 0, ff = 0;
+    float theta = 0;
+    int untied = 0, n_llama_flags = 0;
     int n_model_flags = 0, vocab_set = 0;
     /* CKPT: the options a checkpoint fixes, which --resume does not take */
 #define CKPT .seen = &n_model_flags
+    const char *task_name = NULL; /* TASK_CLI_OPT: never parsed here */
     const cli_opt opts[] = {
         {CLI_STR("-f", "--file", &text_path)},
         {CLI_MAX_INPUT_OPT},
         {CLI_STR("-o", "--output", &out)},
+        {CLI_STR("--arch", NULL, &arch_s), CKPT},
         {CLI_INT("--layers", NULL, &o.layers, 1, 64), CKPT},
         {CLI_INT("--heads", NULL, &o.heads, 1, 256), CKPT},
         {CLI_INT("--embd", NULL, &o.embd, 1, 4096), CKPT},
         {CLI_INT("--ctx", NULL, &o.ctx, 2, 8192), CKPT},
+        {CLI_INT("--kv-heads", NULL, &kv_heads, 1, 256), .seen = &n_llama_flags},
+        {CLI_INT("--ff", NULL, &ff, 1, 65536), .seen = &n_llama_flags},
+        {CLI_FLOAT("--rope-theta", NULL, &theta, 1e-30, 1e9), .seen = &n_llama_flags},
+        {CLI_FLAG("--untied", NULL, &untied, 1), .seen = &n_llama_flags},
         {CLI_INT("--vocab", NULL, &o.vocab, TG_BPE_MIN_VOCAB, 65536), .seen = &vocab_set},
         {CLI_STR("--tokenizer-from", NULL, &tok_from), CKPT},
         {CLI_INT("--batch", NULL, &o.batch, 1, 256), CKPT},
@@ -573,18 +631,25 @@ int cmd_train(int argc, char **argv) {
         {CLI_STR("--resume", NULL, &resume)},
         {CLI_INT("--stop-at", NULL, &stop_at, 1, 100000000)},
         {CLI_INT("-t", "--threads", &threads, 1, 1024)},
+        {TASK_CLI_OPT(&task_name)},
         {0},
     };
 #undef CKPT
     int parsed = cli_parse(CMD, help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
-    n_model_flags += vocab_set; /* --vocab is one of them too */
+    n_model_flags += vocab_set + n_llama_flags; /* --vocab and the llama options are too */
     if (!text_path) return cli_usage(CMD, "-f TEXT is required");
     if (!out) return cli_usage(CMD, "-o OUT.gguf is required");
     if (resume && n_model_flags)
         return cli_usage(CMD, "--resume takes the model and schedule from the checkpoint; "
                               "give only -f, -o, -t and --stop-at");
     if (tok_from && vocab_set) return cli_usage(CMD, "--vocab and --tokenizer-from exclude each other");
+    int arch = arch_s ? tg_arch_parse(arch_s, strlen(arch_s)) : TG_ARCH_GPT2;
+    if (arch < 0) return cli_usage(CMD, "--arch must be gpt2 or llama, not '%s'", arch_s);
+    if (arch != TG_ARCH_LLAMA && n_llama_flags)
+        return cli_usage(CMD, "--kv-heads, --ff, --rope-theta and --untied need --arch llama");
+    if (kv_heads && o.heads % kv_heads)
+        return cli_usage(CMD, "--kv-heads %ld does not divide --heads %d", kv_heads, o.heads);
 
     /* from here on a signal stops the run after the current step (with a
      * checkpoint), even if it arrives while the text is being tokenized */
@@ -604,7 +669,15 @@ int cmd_train(int argc, char **argv) {
     if (resume) {
         if (load_checkpoint(resume, &ck, &r, &err) != TG_OK) return cli_error(CMD, "%s", err.msg);
         o = ck.o;
+    } else if (arch == TG_ARCH_LLAMA) {
+        r.a.arch = TG_ARCH_LLAMA;
+        r.a.kv_heads = (int32_t)(kv_heads ? kv_heads : o.heads);
+        /* llama2.c's default hidden size: 2/3 of 4E, up to a multiple of 32 (as init) */
+        r.a.ff = (int32_t)(ff ? ff : (8 * o.embd / 3 + 31) / 32 * 32);
+        r.a.untied = untied;
+        r.a.rope_theta = theta > 0 ? theta : 10000.0f;
     }
+    int is_llama = r.a.arch == TG_ARCH_LLAMA;
     if (o.embd % o.heads)
         return cli_usage(CMD, "--embd %d is not divisible by --heads %d", o.embd, o.heads);
     if (o.warmup < 0) o.warmup = o.steps / 10 < 100 ? o.steps / 10 : 100;
@@ -655,19 +728,33 @@ int cmd_train(int argc, char **argv) {
             rc = cli_error(CMD, "out of memory");
             goto cleanup_text;
         }
-        tg_status lst = tg_gpt2_load(&src, from, 1, &err);
-        free(beside);
-        if (lst == TG_ERR_UNSUPPORTED) { /* a Llama: no trainer for it yet */
-            rc = cli_error(CMD, "%s: train builds GPT-2 models only (training a Llama is not supported) and takes "
-                           "its tokenizer from a GPT-2 model", from);
-            goto cleanup_text;
+        if (is_llama) { /* any vocabulary: GGUF, tokenizer.bin, tokenizer.json, HF folder */
+            tg_status lst = tg_vocab_load(&learned, from, &err);
+            free(beside);
+            if (lst != TG_OK) {
+                rc = cli_error(CMD, "tokenizer: %s", err.msg);
+                goto cleanup_vocab;
+            }
+            if (learned.n_tokens < 1) {
+                rc = cli_error(CMD, "tokenizer: %s has no vocabulary", from);
+                goto cleanup_vocab;
+            }
+            r.vocab = &learned;
+        } else {
+            tg_status lst = tg_gpt2_load(&src, from, 1, &err);
+            free(beside);
+            if (lst == TG_ERR_UNSUPPORTED) { /* a Llama's file */
+                rc = cli_error(CMD, "%s is a Llama model: a GPT-2 takes its tokenizer from a GPT-2 model "
+                               "(train a Llama with --arch llama)", from);
+                goto cleanup_text;
+            }
+            if (lst != TG_OK) {
+                rc = cli_error(CMD, "tokenizer: %s", err.msg);
+                goto cleanup_text;
+            }
+            have_src = 1;
+            r.vocab = &src.vocab;
         }
-        if (lst != TG_OK) {
-            rc = cli_error(CMD, "tokenizer: %s", err.msg);
-            goto cleanup_text;
-        }
-        have_src = 1;
-        r.vocab = &src.vocab;
     } else {
         if (n_train_bytes == 0) {
             rc = cli_error(CMD, "%s: no training text (%zu bytes)", text_path, len);
@@ -699,9 +786,10 @@ int cmd_train(int argc, char **argv) {
         rc = cli_error(CMD, "out of memory");
         goto cleanup_tok;
     }
-    for (size_t i = 0; i < r.n_val; i++) {
+    for (size_t i = 0; i < r.n_val; i++) { /* a SentencePiece piece after BOS loses its space */
         size_t pl = 0;
-        tg_tokenizer_piece(r.tok, r.val_ids[i], &pl);
+        if (!tg_tokenizer_is_special(r.tok, r.val_ids[i]))
+            tg_tokenizer_piece_after(r.tok, i ? r.val_ids[i - 1] : -1, r.val_ids[i], &pl);
         r.val_bytes[i] = pl;
     }
     fprintf(stderr, "train: %zu + %zu held-out bytes -> %zu + %zu tokens (vocab %d, %.1fs)\n",
@@ -710,8 +798,14 @@ int cmd_train(int argc, char **argv) {
     /* the model */
     tg_gpt2_config cfg = {.n_layer = o.layers, .n_head = o.heads, .n_embd = o.embd,
                           .n_ctx = o.ctx, .n_vocab = o.vocab, .n_ff = 4 * o.embd, .ln_eps = 1e-5f};
+    if (is_llama) {
+        cfg.arch = TG_ARCH_LLAMA, cfg.n_ff = r.a.ff, cfg.n_kv_head = r.a.kv_heads;
+        cfg.head_dim = cfg.rope_dim = o.embd / o.heads;
+        cfg.rope_theta = r.a.rope_theta, cfg.rope_pairs = TG_ROPE_ADJACENT;
+    }
     int maxB = o.batch;
-    if (tg_trainer_create(&r.tr, &cfg, maxB, o.ctx, (int)threads, NULL, &err) != TG_OK) {
+    if (tg_trainer_create_ex(&r.tr, &cfg, r.a.untied ? TG_TRAIN_UNTIED : 0, maxB, o.ctx, (int)threads,
+                             NULL, &err) != TG_OK) {
         rc = cli_error(CMD, "%s", err.msg);
         goto cleanup_tok;
     }
@@ -734,9 +828,14 @@ int cmd_train(int argc, char **argv) {
         r.rng.s = o.seed ^ 0x5eed5eed5eed5eedull;
         r.step = 0;
     }
-    fprintf(stderr, "train: %zu parameters, L%d H%d E%d C%d V%d, batch %d x %d, %lld steps\n",
-            tg_trainer_n_params(r.tr), o.layers, o.heads, o.embd, o.ctx, o.vocab, o.batch, o.ctx,
-            (long long)o.steps);
+    if (is_llama)
+        fprintf(stderr, "train: llama, %zu parameters, L%d H%d KVH%d E%d F%d C%d V%d, %s, batch %d x %d, %lld steps\n",
+                tg_trainer_n_params(r.tr), o.layers, o.heads, r.a.kv_heads, o.embd, r.a.ff, o.ctx, o.vocab,
+                r.a.untied ? "untied" : "tied", o.batch, o.ctx, (long long)o.steps);
+    else
+        fprintf(stderr, "train: %zu parameters, L%d H%d E%d C%d V%d, batch %d x %d, %lld steps\n",
+                tg_trainer_n_params(r.tr), o.layers, o.heads, o.embd, o.ctx, o.vocab, o.batch, o.ctx,
+                (long long)o.steps);
 
     const char *inject = getenv("TINYGPT_TRAIN_INJECT_NAN"); /* test hook: a NaN weight in step N+1 */
     long inject_step = inject ? atol(inject) : -1;

@@ -17,6 +17,7 @@
 #include "weights/finite.h"
 #include "weights/gguf.h"
 #include "weights/hf_llama.h"
+#include "weights/llama.h"
 #include "weights/llama2c.h"
 #include "weights/model.h"
 #include "weights/vocab.h"
@@ -27,6 +28,7 @@ typedef struct row {
     int64_t shape[4]; /* numpy order */
     char type[24];
     uint64_t bytes, offset;
+    uint64_t resident; /* what the loaded model holds for it (tg_llama_resident) */
 } row;
 
 typedef struct desc {
@@ -78,15 +80,23 @@ static int print(const desc *d, int json) {
             printf("tokenizer:     none\n");
         if (!d->vocab && (d->bos >= 0 || d->eos >= 0)) printf("special ids:   bos %d, eos %d\n", d->bos, d->eos);
         printf("tensors:\n");
-        size_t w = 0;
-        for (int i = 0; i < d->n_rows; i++) w = strlen(d->rows[i].name) > w ? strlen(d->rows[i].name) : w;
+        size_t w = 5, tw = 3; /* "total", "F32" */
+        uint64_t bytes = 0;
+        for (int i = 0; i < d->n_rows; i++) {
+            w = strlen(d->rows[i].name) > w ? strlen(d->rows[i].name) : w;
+            tw = strlen(d->rows[i].type) > tw ? strlen(d->rows[i].type) : tw;
+            bytes += d->rows[i].bytes;
+        }
         for (int i = 0; i < d->n_rows; i++) {
             char sh[96];
             const row *r = &d->rows[i];
             if (r->n_dims == 2) snprintf(sh, sizeof sh, "[%" PRId64 ", %" PRId64 "]", r->shape[0], r->shape[1]);
             else snprintf(sh, sizeof sh, "[%" PRId64 "]", r->shape[0]);
-            printf("  %-*s  %-14s %-8s %12" PRIu64 " bytes\n", (int)w, r->name, sh, r->type, r->bytes);
+            printf("  %-*s  %-14s %-*s %12" PRIu64 " bytes  %12" PRIu64 " resident\n", (int)w, r->name, sh, (int)tw,
+                   r->type, r->bytes, r->resident);
         }
+        printf("  %-*s  %-14s %-*s %12" PRIu64 " bytes  %12" PRIu64 " resident\n", (int)w, "total", "", (int)tw, "",
+               bytes, d->resident_bytes);
         printf("problems:      %s\n", d->problem[0] ? d->problem : "none");
         if (d->problem[0]) fprintf(stderr, "tinygpt inspect: %s\n", d->problem);
         return d->problem[0] ? EXIT_RUNTIME : EXIT_OK;
@@ -123,6 +133,7 @@ static int print(const desc *d, int json) {
     if (d->bos >= 0) cJSON_AddNumberToObject(o, "bos_id", d->bos);
     if (d->eos >= 0) cJSON_AddNumberToObject(o, "eos_id", d->eos);
     cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+    uint64_t tensor_bytes = 0;
     for (int i = 0; i < d->n_rows; i++) {
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", d->rows[i].name);
@@ -131,8 +142,11 @@ static int print(const desc *d, int json) {
         cJSON_AddStringToObject(t, "type", d->rows[i].type);
         cJSON_AddNumberToObject(t, "bytes", (double)d->rows[i].bytes);
         cJSON_AddNumberToObject(t, "offset", (double)d->rows[i].offset);
+        cJSON_AddNumberToObject(t, "resident_bytes", (double)d->rows[i].resident);
         cJSON_AddItemToArray(ts, t);
+        tensor_bytes += d->rows[i].bytes;
     }
+    cJSON_AddNumberToObject(o, "tensor_bytes", (double)tensor_bytes);
     cJSON *pr = cJSON_AddArrayToObject(o, "problems");
     if (d->problem[0]) cJSON_AddItemToArray(pr, cJSON_CreateString(d->problem));
     cJSON_AddArrayToObject(o, "warnings");
@@ -141,6 +155,21 @@ static int print(const desc *d, int json) {
     free(s);
     cJSON_Delete(o);
     return d->problem[0] ? EXIT_RUNTIME : EXIT_OK;
+}
+
+/* Each row's resident bytes (rows i and ts->t[i] are the same tensor) and
+ * their sum. */
+static tg_status resident_rows(desc *d, const tg_tensor_set *ts, tg_err *err) {
+    uint64_t *res = malloc((ts->n ? (size_t)ts->n : 1) * sizeof *res);
+    if (!res) return tg_fail(err, TG_ERR_NOMEM, "out of memory");
+    tg_status s = tg_llama_resident(&d->cfg, ts, res, err);
+    d->resident_bytes = 0;
+    for (int i = 0; !s && i < d->n_rows && i < ts->n; i++) {
+        d->rows[i].resident = res[i];
+        d->resident_bytes += res[i];
+    }
+    free(res);
+    return s;
 }
 
 static int inspect_l2c(const char *path, int json) {
@@ -190,7 +219,11 @@ static int inspect_l2c(const char *path, int json) {
         r->bytes = t->kind == TG_L2C_Q8G ? t->n_elements + 4 * (t->n_elements / (uint64_t)c->cfg.group_size)
                                          : 4 * t->n_elements;
         r->offset = t->offset;
-        d.resident_bytes += ts.t[i].nbytes; /* f32 in the map, dequantized, or repacked */
+    }
+    if (resident_rows(&d, &ts, &err)) {
+        free(d.rows), free(ts.t);
+        tg_l2c_close(c);
+        return cli_error("inspect", "%s", err.msg);
     }
     if (tg_l2c_check_finite(c, &err)) snprintf(d.problem, sizeof d.problem, "%s", err.msg);
     int rc = print(&d, json);
@@ -237,14 +270,13 @@ static int inspect_hf(const char *path, int json) {
         snprintf(r->type, sizeof r->type, "%s", tg_ggml_type_name(v->type));
         r->bytes = v->nbytes;
         r->offset = (uint64_t)((const uint8_t *)v->data - h->st->base);
-        d.resident_bytes += v->nbytes;
         const char *what = "";
         int64_t at = tg_find_nonfinite(v->type, v->data, v->nbytes / (uint64_t)tg_ggml_type_size(v->type), &what);
         if (at >= 0 && !d.problem[0])
             snprintf(d.problem, sizeof d.problem, "tensor '%s' holds a non-finite value (%s) at index %" PRId64,
                      v->name, what, at);
     }
-    int rc = print(&d, json);
+    int rc = resident_rows(&d, &ts, &err) ? cli_error("inspect", "%s", err.msg) : print(&d, json);
     free(d.rows);
     free(ts.t);
     if (have_vocab) tg_vocab_free(&vocab);
@@ -287,15 +319,16 @@ static int inspect_gguf(const char *path, int json) {
         snprintf(r->type, sizeof r->type, "%s", tg_ggml_type_name(t->type) ? tg_ggml_type_name(t->type) : "?");
         r->bytes = t->nbytes;
         r->offset = t->offset;
-        /* 1-D gains are f32 once loaded */
-        d.resident_bytes += t->n_dims == 1 ? 4 * t->n_elements : t->nbytes;
         const char *what = "";
         int64_t at = tg_find_nonfinite(t->type, t->data, t->n_elements, &what);
         if (at >= 0 && !d.problem[0])
             snprintf(d.problem, sizeof d.problem, "tensor '%s' holds a non-finite value (%s) at index %" PRId64,
                      t->name, what, at);
     }
-    int rc = print(&d, json);
+    tg_tensor_set ts = {0};
+    int rc = tg_tensor_set_gguf(&ts, g, &err) || resident_rows(&d, &ts, &err) ? cli_error("inspect", "%s", err.msg)
+                                                                                : print(&d, json);
+    tg_tensor_set_free(&ts);
     free(d.rows);
     tg_model_free(&m);
     tg_gguf_close(g);

@@ -29,7 +29,7 @@ static const command commands[] = {
     {"convert", cmd_convert, "convert a Hugging Face folder or llama2.c checkpoint to GGUF"},
     {"init", cmd_init, "write a randomly initialised GPT-2 or Llama"},
     {"quantize", cmd_quantize, "rewrite a model's matrices as f16/bf16/q8_0/q4_0"},
-    {"train", cmd_train, "train a GPT-2 on a text file"},
+    {"train", cmd_train, "train a GPT-2 or a Llama on a text file"},
     {"bench", cmd_bench, "prompt and generation throughput"},
     {"profile", cmd_profile, "where a forward pass spends its time"},
     {"compare", cmd_compare, "compare two checkpoints (single vs multi-head)"},

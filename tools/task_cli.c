@@ -21,11 +21,23 @@
 #include "tools/run.h"
 #include "weights/gguf.h"
 
-int task_cli_wants(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--task")) return 1;
+int task_cli_arg(int argc, char **argv, const char *sh, const char *lg, const char **value) {
+    size_t ll = lg ? strlen(lg) : 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+        const char *a = argv[i];
+        if ((sh && !strcmp(a, sh)) || (lg && !strcmp(a, lg))) {
+            if (value) *value = i + 1 < argc ? argv[i + 1] : NULL;
+            return 1;
+        }
+        if (lg && !strncmp(a, lg, ll) && a[ll] == '=') {
+            if (value) *value = a + ll + 1;
+            return 1;
+        }
+    }
     return 0;
 }
+
+int task_cli_wants(int argc, char **argv) { return task_cli_arg(argc, argv, NULL, "--task", NULL); }
 
 int task_recorded(const tg_gpt2_model *m, tg_task *t, tg_err *err) {
     const tg_gguf *g = tg_gpt2_gguf(m);
@@ -112,23 +124,32 @@ static void train_help(FILE *f) {
     fprintf(f,
             "usage: tinygpt train --task NAME -o OUT.gguf [options]\n"
             "  --task NAME          a synthetic task: %s\n"
-            "  --task-opts K=V,...  its options (see `tinygpt task --help`)\n"
-            "  -o OUT.gguf          the trained model (it records the task); OUT.csv beside it\n"
-            "  --layers L           transformer blocks (default 1)\n"
-            "  --heads H            attention heads; must divide --embd (default 4)\n"
-            "  --embd E             width (default 64)\n"
-            "  --ctx C              context (default: the task's input length)\n"
-            "  --batch B            sequences per step, fresh every step (default 32)\n"
-            "  --steps S            optimizer steps (default 1500)\n"
-            "  --lr LR              peak learning rate (default 3e-3)\n"
-            "  --lr-min LR          final learning rate of the cosine decay (default LR/10)\n"
-            "  --warmup W           linear warmup steps (default min(100, S/10))\n"
-            "  --weight-decay WD    AdamW weight decay (default 0.1)\n"
-            "  --grad-clip G        clip the global gradient norm, 0 = off (default 1.0)\n"
-            "  --seed S             initialisation and sequences (default 1)\n"
-            "  --eval-every K       held-out answer accuracy every K steps (default 100)\n"
-            "  --eval-seqs N        held-out sequences for it (default 256)\n"
-            "  -t THREADS           worker threads (default 1; results do not depend on it)\n"
+            "  --task-opts K=V,...  its options, comma-separated (tinygpt task --help lists\n"
+            "                       them; default: the task's)\n"
+            "  -o, --output OUT.gguf  the trained model (it records the task); OUT.csv beside\n"
+            "                       it (required)\n"
+            "  --layers L           transformer blocks, [1, 64] (default 1)\n"
+            "  --heads H            attention heads, [1, 256]; must divide --embd (default 4)\n"
+            "  --embd E             width, [1, 4096] (default 64)\n"
+            "  --ctx C              context, [2, 8192]; at least the task's input length\n"
+            "                       (default: that length)\n"
+            "  --batch B            sequences per step, fresh every step, [1, 4096] (default 32)\n"
+            "  --steps S            optimizer steps, [1, 10^8] (default 1500)\n"
+            "  --lr LR              peak learning rate, [1e-9, 10] (default 3e-3)\n"
+            "  --lr-min LR          final learning rate of the cosine decay, [0, 10]\n"
+            "                       (default LR/10)\n"
+            "  --warmup W           linear warmup steps, [0, 10^8] (default min(100, S/10))\n"
+            "  --weight-decay WD    AdamW weight decay, [0, 10] (default 0.1)\n"
+            "  --grad-clip G        clip the global gradient norm, [0, 1e6]; 0 = off\n"
+            "                       (default 1.0)\n"
+            "  --seed S             initialisation and sequences, [0, 2^32-1] (default 1)\n"
+            "  --eval-every K       held-out answer accuracy every K steps, [1, 10^8]\n"
+            "                       (default 100)\n"
+            "  --eval-seqs N        held-out sequences for it, [1, 10^6] (default 256)\n"
+            "  -t, --threads N      worker threads, [1, 1024] (default 1; results do not\n"
+            "                       depend on it)\n"
+            "  -f, --file FILE      refused: a task makes its own data\n"
+            "  --resume CKPT        refused: task runs are short (run again)\n"
             "The loss is on answer positions only; the held-out sequences come from a\n"
             "stream of the seed that training never draws from.\n",
             tg_task_names());
@@ -249,8 +270,8 @@ int task_train(int argc, char **argv) {
     const cli_opt opts[] = {
         {CLI_STR("--task", NULL, &name)},
         {CLI_STR("--task-opts", NULL, &topts)},
-        {CLI_STR("-o", NULL, &out)},
-        {CLI_STR("-f", NULL, &text)},
+        {CLI_STR("-o", "--output", &out)},
+        {CLI_STR("-f", "--file", &text)},
         {CLI_STR("--resume", NULL, &resume)},
         {CLI_INT("--layers", NULL, &o.layers, 1, 64)},
         {CLI_INT("--heads", NULL, &o.heads, 1, 256)},
@@ -266,7 +287,7 @@ int task_train(int argc, char **argv) {
         {CLI_INT("--seed", NULL, &o.seed, 0, 4294967295L)},
         {CLI_INT("--eval-every", NULL, &o.eval_every, 1, 100000000)},
         {CLI_INT("--eval-seqs", NULL, &o.eval_seqs, 1, 1000000)},
-        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {0},
     };
     int parsed = cli_parse(CMD, train_help, opts, argc, argv);
@@ -395,31 +416,24 @@ static void eval_help(FILE *f) {
     fprintf(f,
             "usage: tinygpt eval -m MODEL [--task NAME [--task-opts K=V,...]] [-n N] [--seed S]\n"
             "                    [--json] [-t THREADS] [--isa ISA]\n"
-            "  -m MODEL      a model trained with `train --task` (its task is the default)\n"
-            "  --task NAME   the task to score (%s)\n"
-            "  -n N          fresh sequences (default 1000), from a stream of --seed that\n"
-            "                training never draws from\n"
-            "  --seed S      (default 1)\n"
-            "  --json        print {task, opts, sequences, answers, accuracy, sequence_accuracy,\n"
-            "                loss, chance}\n",
+            "  -m, --model MODEL    a model trained with train --task (required; its task is\n"
+            "                       the default)\n"
+            "  --task NAME          the task to score: %s\n"
+            "  --task-opts K=V,...  its options, comma-separated (tinygpt task --help lists\n"
+            "                       them; default: the task's); only with --task\n"
+            "  -n N                 fresh sequences, [1, 10^8] (default 1000), from a stream\n"
+            "                       of --seed that training never draws from\n"
+            "  --seed S             their seed, [0, 2^32-1] (default 1)\n"
+            "  --json               print {task, opts, sequences, answers, correct, accuracy,\n"
+            "                       sequence_accuracy, loss, chance, seed}\n"
+            "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
+            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
+            "                       this CPU supports)\n"
+            "  -f, --file TEXT      refused with --task (eval -f TEXT scores a text)\n",
             tg_task_names());
 }
 
-/* the value after flag in argv, or NULL */
-static const char *arg_of(int argc, char **argv, const char *flag) {
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], flag)) return argv[i + 1];
-    return NULL;
-}
-
-static int has_arg(int argc, char **argv, const char *flag) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], flag)) return 1;
-    return 0;
-}
-
-/* Does the model at path record a task? (a failed load: no) */
-static int path_has_task(const char *path) {
+int task_path_records(const char *path) {
     if (!path) return 0;
     tg_gpt2_model m;
     tg_err err;
@@ -432,22 +446,24 @@ static int path_has_task(const char *path) {
 
 int task_eval_maybe(int argc, char **argv) {
     static const char *const CMD = "eval";
-    if (!has_arg(argc, argv, "--task") &&
-        (has_arg(argc, argv, "-f") || !path_has_task(arg_of(argc, argv, "-m"))))
+    const char *mpath = NULL;
+    task_cli_arg(argc, argv, "-m", "--model", &mpath);
+    if (!task_cli_wants(argc, argv) &&
+        (task_cli_arg(argc, argv, "-f", "--file", NULL) || !task_path_records(mpath)))
         return -1;
     const char *model = NULL, *name = NULL, *topts = NULL, *isa = NULL, *text = NULL;
     long n = 1000, threads = 1;
     unsigned long long seed = 1;
     int json = 0;
     const cli_opt opts[] = {
-        {CLI_STR("-m", NULL, &model)},
+        {CLI_STR("-m", "--model", &model)},
         {CLI_STR("--task", NULL, &name)},
         {CLI_STR("--task-opts", NULL, &topts)},
-        {CLI_STR("-f", NULL, &text)},
+        {CLI_STR("-f", "--file", &text)},
         {CLI_INT("-n", NULL, &n, 1, 100000000)},
         {CLI_INT("--seed", NULL, &seed, 0, 4294967295L)},
         {CLI_FLAG("--json", NULL, &json, 1)},
-        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &isa)},
         {0},
     };

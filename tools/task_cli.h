@@ -13,6 +13,13 @@
 #include "model/task.h"
 #include "weights/gpt2.h"
 
+/* The --task entry of train's, eval's and attention's own option tables.
+ * Those commands hand a command line with --task to the task code
+ * (task_train, task_eval_maybe, task_attention_maybe) before parsing it, so
+ * the entry is never parsed: it puts --task in their --help rows,
+ * --list-options, the man page and the completion. dst: a const char *. */
+#define TASK_CLI_OPT(dst) CLI_STR("--task", NULL, dst)
+
 /* The sequence streams of one seed (model/task.h) the commands use. */
 enum { TASK_STREAM_TRAIN = TG_TASK_STREAM_TRAIN, TASK_STREAM_TRAIN_EVAL = TG_TASK_STREAM_HELDOUT,
        TASK_STREAM_EVAL = TG_TASK_STREAM_EVAL, TASK_STREAM_SAMPLE = TG_TASK_STREAM_SAMPLE,
@@ -30,6 +37,8 @@ typedef struct task_model {
 /* The task recorded in a loaded model: 1 and *t filled, 0 if none, -1 if
  * the recorded task does not parse (err filled). */
 int task_recorded(const tg_gpt2_model *m, tg_task *t, tg_err *err);
+/* Does the model at path (NULL: no) record a task? A failed load: no. */
+int task_path_records(const char *path);
 
 /* Loads path and its task (task_name given: that task with task_opts,
  * else the recorded one) and checks that they fit each other. Returns
@@ -54,6 +63,11 @@ tg_status task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, tas
 int task_train(int argc, char **argv);
 /* cmd_train: is this a task run (is --task among the arguments)? */
 int task_cli_wants(int argc, char **argv);
+/* Whether option sh or lg (lg may be NULL) is among the arguments before
+ * "--", as "-x V", "--long V" or "--long=V"; its value (NULL when none
+ * follows) in *value if value is not NULL. The dispatchers' look at a
+ * command line before it is parsed. */
+int task_cli_arg(int argc, char **argv, const char *sh, const char *lg, const char **value);
 
 /* `tinygpt eval` on a task: with --task, or with no -f and a model that
  * records a task. Returns -1 when it is not a task evaluation. */

@@ -116,11 +116,16 @@ static void print_json(tside sd[2], long n, uint64_t seed) {
 static void compare_help(FILE *f) {
     fprintf(f,
             "usage: tinygpt compare A B [-n N] [--seed S] [--json] [-t THREADS] [--isa ISA]\n"
-            "  for two models trained on the same task (train --task): answer accuracy side by\n"
-            "  side, per head the weight on each item of the answer at the answer's query,\n"
-            "  Δaccuracy when the head is zeroed, and keep-best / keep-random-head accuracy\n"
-            "  -n N        fresh sequences (default 1000)\n"
-            "  --seed S    their seed (default 1)\n");
+            "For two models trained on the same task (train --task): answer accuracy side by\n"
+            "side, per head the weight on each item of the answer at the answer's query,\n"
+            "Δaccuracy when the head is zeroed, and keep-best / keep-random-head accuracy.\n"
+            "  A, B             the two task models\n"
+            "  -n N             fresh sequences, [1, 10^7] (default 1000)\n"
+            "  --seed S         their seed, [0, 2^32-1] (default 1)\n"
+            "  --json           print the same numbers as one JSON object\n"
+            "  -t, --threads N  worker threads, [1, 1024] (default 1)\n"
+            "  --isa ISA        scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
+            "                   this CPU supports)\n");
 }
 
 static int take(const char *cmd, const cli_opt *o, const char *flag, const char *a) {
@@ -132,21 +137,11 @@ static int take(const char *cmd, const cli_opt *o, const char *flag, const char 
     return 0;
 }
 
-static int path_records_task(const char *path) {
-    tg_gpt2_model m;
-    tg_err err;
-    if (tg_gpt2_load(&m, path, 1, &err) != TG_OK) return 0;
-    tg_task t;
-    int r = task_recorded(&m, &t, &err);
-    tg_gpt2_free(&m);
-    return r != 0;
-}
-
 int task_compare_maybe(int argc, char **argv) {
     static const char *const CMD = "compare";
     int n_task = 0;
     for (int i = 1; i < argc; i++)
-        if (argv[i][0] != '-' && path_records_task(argv[i])) n_task++;
+        if (argv[i][0] != '-' && task_path_records(argv[i])) n_task++;
     if (n_task == 0) return -1;
     const char *paths[2] = {NULL, NULL}, *isa = NULL;
     long n = 1000, threads = 1;
@@ -156,7 +151,7 @@ int task_compare_maybe(int argc, char **argv) {
         {CLI_INT("-n", NULL, &n, 1, 10000000)},
         {CLI_INT("--seed", NULL, &seed, 0, 4294967295L)},
         {CLI_FLAG("--json", NULL, &json, 1)},
-        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &isa)},
         {CLI_ARGS(take, paths), .n = &n_paths},
         {0},
@@ -199,30 +194,44 @@ done:
 static void attention_help(FILE *f) {
     fprintf(f,
             "usage: tinygpt attention -m MODEL [--task NAME [--task-opts K=V,...]] [--seed S]\n"
-            "                         [--layer L] [--head H] [--query I] [--svg FILE] [--log] [--json]\n"
-            "  on one example sequence of the model's task (or --task): each head's weights for\n"
-            "  the query that predicts the (first) answer, marked items labelled token#j\n"
-            "  --seed S     which example (default 1)\n"
-            "  --query I    another query position, 0-based\n");
+            "                         [--layer L] [--head H] [--query I] [--svg FILE] [--log]\n"
+            "                         [--json] [-t THREADS] [--isa ISA]\n"
+            "On one example sequence of the model's task (or --task): each head's weights for\n"
+            "the query that predicts the (first) answer, marked items labelled token#j.\n"
+            "  -m, --model MODEL    a model trained with train --task (required; its task is\n"
+            "                       the default)\n"
+            "  --task NAME          the task of the example: %s\n"
+            "  --task-opts K=V,...  its options, comma-separated (tinygpt task --help lists\n"
+            "                       them; default: the task's); only with --task\n"
+            "  --seed S             which example, [0, 2^32-1] (default 1)\n"
+            "  --layer L            show only layer L, [0, layers-1] (default: all)\n"
+            "  --head H             show only head H, [0, heads-1] (default: all)\n"
+            "  --query I            the query position, 0-based, [0, inputs-1] (default: the\n"
+            "                       one that predicts the first answer)\n"
+            "  --svg FILE           write the heatmaps as in attention --svg (default: none)\n"
+            "  --log                colour the heatmaps by log10 weight (default: linear)\n"
+            "  --json               print every weight as JSON instead of bars\n"
+            "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
+            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
+            "                       this CPU supports)\n"
+            "  -p, --prompt PROMPT  refused: the example comes from --seed\n",
+            tg_task_names());
 }
 
 int task_attention_maybe(int argc, char **argv) {
     static const char *const CMD = "attention";
-    int mine = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--task")) mine = 1;
-        if (!strcmp(argv[i], "-m") && i + 1 < argc && path_records_task(argv[i + 1])) mine = 1;
-    }
-    if (!mine) return -1;
+    const char *mpath = NULL;
+    task_cli_arg(argc, argv, "-m", "--model", &mpath);
+    if (!task_cli_wants(argc, argv) && !(mpath && task_path_records(mpath))) return -1;
     const char *model = NULL, *name = NULL, *topts = NULL, *svg = NULL, *isa = NULL, *prompt = NULL;
     long layer = -1, head = -1, query = -1, threads = 1;
     unsigned long long seed = 1;
     int log_scale = 0, json = 0;
     const cli_opt opts[] = {
-        {CLI_STR("-m", NULL, &model)},
+        {CLI_STR("-m", "--model", &model)},
         {CLI_STR("--task", NULL, &name)},
         {CLI_STR("--task-opts", NULL, &topts)},
-        {CLI_STR("-p", NULL, &prompt)},
+        {CLI_STR("-p", "--prompt", &prompt)},
         {CLI_INT("--seed", NULL, &seed, 0, 4294967295L)},
         {CLI_INT("--layer", NULL, &layer, 0, 1 << 20)},
         {CLI_INT("--head", NULL, &head, 0, 1 << 20)},
@@ -230,7 +239,7 @@ int task_attention_maybe(int argc, char **argv) {
         {CLI_STR("--svg", NULL, &svg)},
         {CLI_FLAG("--log", NULL, &log_scale, 1)},
         {CLI_FLAG("--json", NULL, &json, 1)},
-        {CLI_INT("-t", NULL, &threads, 1, 1024)},
+        {CLI_INT("-t", "--threads", &threads, 1, 1024)},
         {CLI_STR("--isa", NULL, &isa)},
         {0},
     };

@@ -178,6 +178,12 @@ static tg_status view_to_f32(const tg_tensor_view *v, float *out, tg_err *err) {
     return tg_gguf_tensor_to_f32(&t, out, err);
 }
 
+/* Whether bind_one uses t's bytes where they are (else it copies them to f32). */
+static int kept_in_place(const tg_tensor_view *t, int matrix) {
+    if (matrix) return (uintptr_t)t->data % (wtype_of(t->type) == TG_WTYPE_F32 ? 4 : 2) == 0;
+    return t->type == TG_GGML_F32 && (uintptr_t)t->data % 4 == 0;
+}
+
 static tg_status bind_one(gpt2_store *st, const tg_tensor_view *t, const llama_slot *sl, const char *path,
                           int flags, tg_err *err) {
     int want_dims = sl->cols ? 2 : 1;
@@ -206,11 +212,11 @@ static tg_status bind_one(gpt2_store *st, const tg_tensor_view *t, const llama_s
         if (!rb || rb * (size_t)sl->rows != t->nbytes)
             return tg_fail(err, TG_ERR_FORMAT, "%s: tensor '%s': %" PRIu64 " bytes do not hold [%d, %d] %s", path,
                            sl->name, t->nbytes, sl->rows, sl->cols, tg_wtype_name(wt));
-        if ((uintptr_t)t->data % (wt == TG_WTYPE_F32 ? 4 : 2) == 0) {
+        if (kept_in_place(t, 1)) {
             *sl->wdst = (tg_weight){wt, t->data, sl->rows, sl->cols, rb};
             return TG_OK;
         }
-    } else if (t->type == TG_GGML_F32 && (uintptr_t)t->data % 4 == 0) {
+    } else if (kept_in_place(t, 0)) {
         *sl->dst = t->data;
         return TG_OK;
     }
@@ -269,6 +275,33 @@ tg_status tg_llama_bind(tg_model *m, const tg_tensor_set *ts, int flags, tg_err 
     if (s) return s;
     if (w->tied) w->output = w->tok_embd;
     m->has_weights = 1;
+    return TG_OK;
+}
+
+tg_status tg_llama_resident(const tg_model_config *c, const tg_tensor_set *ts, uint64_t *out,
+                            tg_err *err) {
+    if (c->n_layer < 0 || c->n_layer > (1 << 16))
+        return tg_fail(err, TG_ERR_ARG, "llama: %d layers", c->n_layer);
+    tg_llama_weights w = {0};
+    int n = n_slots(c);
+    llama_slot *slots = malloc((size_t)n * sizeof *slots);
+    w.layers = calloc(c->n_layer ? (size_t)c->n_layer : 1, sizeof *w.layers);
+    if (!slots || !w.layers) {
+        free(slots), free(w.layers);
+        return tg_fail(err, TG_ERR_NOMEM, "llama: out of memory");
+    }
+    fill_slots(c, &w, slots);
+    for (int i = 0; i < ts->n; i++) {
+        const tg_tensor_view *t = &ts->t[i];
+        const llama_slot *sl = NULL;
+        for (int k = 0; k < n && !sl; k++)
+            if (!strcmp(slots[k].name, t->name)) sl = &slots[k];
+        uint64_t ne = 1;
+        for (int d = 0; d < 4; d++) ne *= (uint64_t)t->ne[d];
+        out[i] = !sl ? 0 : kept_in_place(t, sl->cols > 0) ? t->nbytes : 4 * ne;
+    }
+    free(slots);
+    free(w.layers);
     return TG_OK;
 }
 

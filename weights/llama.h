@@ -65,6 +65,15 @@ tg_status tg_llama_config_from_gguf(tg_model_config *c, const struct tg_gguf *g,
  * disagree); an absent output.weight ties the classifier. */
 tg_status tg_llama_bind(struct tg_model *m, const tg_tensor_set *ts, int flags, tg_err *err);
 
+/* What tg_llama_bind keeps for each view of ts, in bytes: out[i] =
+ * ts->t[i].nbytes where the model reads the view where it is (a matrix whose
+ * data is aligned for its type, an aligned F32 vector), 4 per element where
+ * it converts it to f32 (any other vector, an unaligned matrix), 0 where no
+ * tensor of the layout of c reads it. For `inspect`; c as tg_llama_bind
+ * would have it (the layer count and names matter, not the sizes). */
+tg_status tg_llama_resident(const tg_model_config *c, const tg_tensor_set *ts, uint64_t *out,
+                            tg_err *err);
+
 /* Parameters (output counted only when untied). */
 size_t tg_llama_n_params(const tg_model_config *c, int tied);
 

@@ -104,23 +104,41 @@ static void attn_decode_ref(float *o, float *p, const float *q, const float *k,
     attn_mix_ref(o, p, v, n_pos, hs, ldk);
 }
 
+/* A K or V head of the cache: rows ld elements apart, in f32 or IEEE half.
+ * The attention references below read it through kv_row, so one body
+ * serves both caches. */
+typedef struct kv_rows {
+    const float *f32;    /* the f32 rows, or NULL: */
+    const uint16_t *f16; /* the f16 rows */
+    size_t ld;
+    float *buf;          /* [hs]: an f16 row widened */
+} kv_rows;
+
+/* Row j as f32: where it is, or each element widened (tg_f16_to_f32, exact)
+ * into buf; so the f16 result is the f32 one's on the widened cache. */
+static const float *kv_row(const kv_rows *r, int j, int hs) {
+    if (r->f32) return r->f32 + (size_t)j * r->ld;
+    const uint16_t *h = r->f16 + (size_t)j * r->ld;
+    for (int i = 0; i < hs; i++) r->buf[i] = tg_f16_to_f32(h[i]);
+    return r->buf;
+}
+
 /* T causal queries; query t sees positions 0..pos0+t. The reference uses the
  * online-softmax recurrence one key at a time (no T×P buffer). */
-static void attn_prefill_ref(float *o, const float *q, const float *k, const float *v,
-                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
-                             float scale) {
+static void attn_prefill_kv(float *o, const float *q, const kv_rows *k, const kv_rows *v, int T,
+                            int pos0, int hs, int ldq, int ldo, float scale) {
     for (int t = 0; t < T; t++) {
         const float *qt = q + (size_t)t * ldq;
         float *ot = o + (size_t)t * ldo;
         float m = -INFINITY, l = 0.0f;
         for (int i = 0; i < hs; i++) ot[i] = 0.0f;
         for (int j = 0; j <= pos0 + t; j++) {
-            const float *kj = k + (size_t)j * ldk;
-            const float *vj = v + (size_t)j * ldk;
+            const float *kj = kv_row(k, j, hs);
             float s = 0.0f;
             for (int i = 0; i < hs; i++) s += qt[i] * kj[i];
             s *= scale;
             if (s == -INFINITY) continue;
+            const float *vj = kv_row(v, j, hs);
             float m_new = s > m ? s : m;
             float corr = expf(m - m_new); /* exp(-inf) = 0 on the first key */
             float e = expf(s - m_new);
@@ -131,6 +149,13 @@ static void attn_prefill_ref(float *o, const float *q, const float *k, const flo
         float inv = l > 0.0f ? 1.0f / l : 0.0f;
         for (int i = 0; i < hs; i++) ot[i] *= inv;
     }
+}
+
+static void attn_prefill_ref(float *o, const float *q, const float *k, const float *v,
+                             int T, int pos0, int hs, int ldq, int ldk, int ldo,
+                             float scale) {
+    kv_rows K = {k, NULL, (size_t)ldk, NULL}, V = {v, NULL, (size_t)ldk, NULL};
+    attn_prefill_kv(o, q, &K, &V, T, pos0, hs, ldq, ldo, scale);
 }
 
 /* y[T,N] = x / sqrt(mean(x²) + eps) · g */
@@ -167,10 +192,10 @@ static void rope_ref(float *x, const float *cs, const float *sn, int n_head, int
 }
 
 /* G queries over one K/V head; each K and V row is read once for all G */
-static void attn_decode_gqa_ref(float *o, float *p, const float *q, const float *k,
-                                const float *v, int n_pos, int hs, int g, float scale) {
+static void attn_decode_gqa_kv(float *o, float *p, const float *q, const kv_rows *k,
+                               const kv_rows *v, int n_pos, int hs, int g, float scale) {
     for (int j = 0; j < n_pos; j++) {
-        const float *kj = k + (size_t)j * hs;
+        const float *kj = kv_row(k, j, hs);
         for (int r = 0; r < g; r++) {
             const float *qr = q + (size_t)r * hs;
             float s = 0.0f;
@@ -181,7 +206,7 @@ static void attn_decode_gqa_ref(float *o, float *p, const float *q, const float 
     for (int r = 0; r < g; r++) softmax_ref(p + (size_t)r * n_pos, n_pos);
     for (int i = 0; i < g * hs; i++) o[i] = 0.0f;
     for (int j = 0; j < n_pos; j++) {
-        const float *vj = v + (size_t)j * hs;
+        const float *vj = kv_row(v, j, hs);
         for (int r = 0; r < g; r++) {
             float pj = p[(size_t)r * n_pos + j];
             float *orow = o + (size_t)r * hs;
@@ -190,58 +215,26 @@ static void attn_decode_gqa_ref(float *o, float *p, const float *q, const float 
     }
 }
 
-/* attn_decode_gqa over an f16 cache: each element widened where it is read */
+static void attn_decode_gqa_ref(float *o, float *p, const float *q, const float *k,
+                                const float *v, int n_pos, int hs, int g, float scale) {
+    kv_rows K = {k, NULL, (size_t)hs, NULL}, V = {v, NULL, (size_t)hs, NULL};
+    attn_decode_gqa_kv(o, p, q, &K, &V, n_pos, hs, g, scale);
+}
+
+/* The same over an f16 cache (rows hs apart): ws holds the widened K and V
+ * rows (TG_KV16_WS(hs) >= 2·hs floats). */
 static void attn_decode_gqa_f16_ref(float *o, float *p, const float *q, const uint16_t *k,
                                     const uint16_t *v, int n_pos, int hs, int g, float scale,
                                     float *ws) {
-    (void)ws;
-    for (int j = 0; j < n_pos; j++) {
-        const uint16_t *kj = k + (size_t)j * hs;
-        for (int r = 0; r < g; r++) {
-            const float *qr = q + (size_t)r * hs;
-            float s = 0.0f;
-            for (int i = 0; i < hs; i++) s += qr[i] * tg_f16_to_f32(kj[i]);
-            p[(size_t)r * n_pos + j] = s * scale;
-        }
-    }
-    for (int r = 0; r < g; r++) softmax_ref(p + (size_t)r * n_pos, n_pos);
-    for (int i = 0; i < g * hs; i++) o[i] = 0.0f;
-    for (int j = 0; j < n_pos; j++) {
-        const uint16_t *vj = v + (size_t)j * hs;
-        for (int r = 0; r < g; r++) {
-            float pj = p[(size_t)r * n_pos + j];
-            float *orow = o + (size_t)r * hs;
-            for (int i = 0; i < hs; i++) orow[i] += pj * tg_f16_to_f32(vj[i]);
-        }
-    }
+    kv_rows K = {NULL, k, (size_t)hs, ws}, V = {NULL, v, (size_t)hs, ws + hs};
+    attn_decode_gqa_kv(o, p, q, &K, &V, n_pos, hs, g, scale);
 }
 
-/* attn_prefill over an f16 cache (rows hs apart), the reference's recurrence */
 static void attn_prefill_f16_ref(float *o, const float *q, const uint16_t *k, const uint16_t *v,
                                  int T, int pos0, int hs, int ldq, int ldo, float scale,
                                  float *ws) {
-    (void)ws;
-    for (int t = 0; t < T; t++) {
-        const float *qt = q + (size_t)t * ldq;
-        float *ot = o + (size_t)t * ldo;
-        float m = -INFINITY, l = 0.0f;
-        for (int i = 0; i < hs; i++) ot[i] = 0.0f;
-        for (int j = 0; j <= pos0 + t; j++) {
-            const uint16_t *kj = k + (size_t)j * hs, *vj = v + (size_t)j * hs;
-            float s = 0.0f;
-            for (int i = 0; i < hs; i++) s += qt[i] * tg_f16_to_f32(kj[i]);
-            s *= scale;
-            if (s == -INFINITY) continue;
-            float m_new = s > m ? s : m;
-            float corr = expf(m - m_new);
-            float e = expf(s - m_new);
-            l = l * corr + e;
-            for (int i = 0; i < hs; i++) ot[i] = ot[i] * corr + e * tg_f16_to_f32(vj[i]);
-            m = m_new;
-        }
-        float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        for (int i = 0; i < hs; i++) ot[i] *= inv;
-    }
+    kv_rows K = {NULL, k, (size_t)hs, ws}, V = {NULL, v, (size_t)hs, ws + hs};
+    attn_prefill_kv(o, q, &K, &V, T, pos0, hs, ldq, ldo, scale);
 }
 
 static void f32_to_f16_ref(uint16_t *y, const float *x, int n) {

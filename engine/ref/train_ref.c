@@ -97,7 +97,39 @@ static double sumsq_ref(const float *x, size_t n) {
     return s;
 }
 
+/* dx[T,N] += RMSNorm backward; dg[N] += Σ_t dy⊙x·r */
+static void rmsnorm_bwd_ref(float *dx, float *dg, const float *dy, const float *x,
+                            const float *g, int T, int n, float eps) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * n, *dyt = dy + (size_t)t * n;
+        float *dxt = dx + (size_t)t * n;
+        float ss = 0.0f;
+        for (int i = 0; i < n; i++) ss += xt[i] * xt[i];
+        float r = 1.0f / sqrtf(ss / (float)n + eps);
+        float sux = 0.0f;
+        for (int i = 0; i < n; i++) {
+            sux += g[i] * dyt[i] * xt[i];
+            dg[i] += dyt[i] * xt[i] * r;
+        }
+        float c = r * r * r * sux / (float)n;
+        for (int i = 0; i < n; i++) dxt[i] += r * g[i] * dyt[i] - xt[i] * c;
+    }
+}
+
+/* da[N], db[N]: the gradients of y = silu(a)·b */
+static void silu_mul_bwd_ref(float *da, float *db, const float *a, const float *b,
+                             const float *dy, int n) {
+    for (int i = 0; i < n; i++) {
+        float av = a[i], bv = b[i], d = dy[i];
+        float s = 1.0f / (1.0f + expf(-av));
+        da[i] = d * bv * s * (1.0f + av * (1.0f - s));
+        db[i] = d * av * s;
+    }
+}
+
 void tg_kernels_init_train_ref(tg_kernels *k) {
+    k->rmsnorm_bwd = rmsnorm_bwd_ref;
+    k->silu_mul_bwd = silu_mul_bwd_ref;
     k->gemm = gemm_ref;
     k->layernorm_bwd = layernorm_bwd_ref;
     k->gelu_bwd = gelu_bwd_ref;

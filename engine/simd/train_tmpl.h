@@ -185,6 +185,70 @@ static double FN(sumsq)(const float *x, size_t n) {
     return s + (double)vsum(vadd(a0, a1));
 }
 
+/* dx[T,N] += RMSNorm backward; dg[N] += Σ_t dy⊙x·r (r recomputed: the
+ * mean of squares in f32, as in the forward) */
+static void FN(rmsnorm_bwd)(float *dx, float *dg, const float *dy, const float *x,
+                            const float *g, int T, int n, float eps) {
+    const vmask tail = vmask_first(n % VL);
+    const int nv = n - n % VL;
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * n, *dyt = dy + (size_t)t * n;
+        float *dxt = dx + (size_t)t * n;
+        vf a0 = vzero(), a1 = vzero(), s0 = vzero();
+        for (int i = 0; i < nv; i += VL) {
+            vf xv = vld(xt + i);
+            a0 = vfma(xv, xv, a0);
+            s0 = vfma(vmul(vld(g + i), vld(dyt + i)), xv, s0);
+        }
+        if (nv < n) { /* inactive lanes load 0: they add nothing */
+            vf xv = vld_m(xt + nv, tail);
+            a1 = vfma(xv, xv, a1);
+            s0 = vfma(vmul(vld_m(g + nv, tail), vld_m(dyt + nv, tail)), xv, s0);
+        }
+        const float r = 1.0f / sqrtf(vsum(vadd(a0, a1)) / (float)n + eps);
+        const vf vr = vset(r), vc = vset(r * r * r * vsum(s0) / (float)n);
+        for (int i = 0; i < nv; i += VL) {
+            vf xv = vld(xt + i), d = vld(dyt + i);
+            vst(dg + i, vfma(vmul(d, xv), vr, vld(dg + i)));
+            vf u = vmul(vld(g + i), d);
+            vst(dxt + i, vsub(vfma(vr, u, vld(dxt + i)), vmul(xv, vc)));
+        }
+        if (nv < n) {
+            vf xv = vld_m(xt + nv, tail), d = vld_m(dyt + nv, tail);
+            vst_m(dg + nv, tail, vfma(vmul(d, xv), vr, vld_m(dg + nv, tail)));
+            vf u = vmul(vld_m(g + nv, tail), d);
+            vst_m(dxt + nv, tail, vsub(vfma(vr, u, vld_m(dxt + nv, tail)), vmul(xv, vc)));
+        }
+    }
+}
+
+/* The SwiGLU gradients of one vector: σ = 1/(1 + e^(-a)) (e^(-a) = inf
+ * gives σ = 0, no inf·0) */
+static inline void FN(silu_mul_bwd_v)(vf a, vf b, vf dy, vf *da, vf *db) {
+    const vf one = vset(1.0f);
+    vf s = vdiv(one, vadd(one, vexp(vsub(vzero(), a))));
+    *db = vmul(dy, vmul(a, s));
+    *da = vmul(vmul(dy, b), vmul(s, vfma(a, vsub(one, s), one)));
+}
+
+/* da[N], db[N] of y = silu(a)·b (outputs may alias inputs element for element) */
+static void FN(silu_mul_bwd)(float *da, float *db, const float *a, const float *b,
+                             const float *dy, int n) {
+    const int nv = n - n % VL;
+    vf ga, gb;
+    for (int i = 0; i < nv; i += VL) {
+        FN(silu_mul_bwd_v)(vld(a + i), vld(b + i), vld(dy + i), &ga, &gb);
+        vst(da + i, ga);
+        vst(db + i, gb);
+    }
+    if (nv < n) {
+        const vmask tail = vmask_first(n % VL);
+        FN(silu_mul_bwd_v)(vld_m(a + nv, tail), vld_m(b + nv, tail), vld_m(dy + nv, tail), &ga, &gb);
+        vst_m(da + nv, tail, ga);
+        vst_m(db + nv, tail, gb);
+    }
+}
+
 /* The template's kernels into the table (the gemm is the ISA file's own). */
 static void FN(init_train_tmpl)(tg_kernels *k) {
     k->layernorm_bwd = FN(layernorm_bwd);
@@ -192,4 +256,6 @@ static void FN(init_train_tmpl)(tg_kernels *k) {
     k->softmax_bwd = FN(softmax_bwd);
     k->adamw = FN(adamw);
     k->sumsq = FN(sumsq);
+    k->rmsnorm_bwd = FN(rmsnorm_bwd);
+    k->silu_mul_bwd = FN(silu_mul_bwd);
 }

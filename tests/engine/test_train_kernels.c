@@ -268,6 +268,100 @@ Test(train_kernels, softmax_bwd) {
     }
 }
 
+/* ---- RMSNorm and SwiGLU backward (Llama training) --------------------------------- */
+
+/* Every ISA (the C reference among them) against the formula in double. */
+Test(train_kernels, rmsnorm_bwd) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const int ns[] = {1, 7, 8, 9, 31, 64, 129, 288, 1000};
+    const float eps = 1e-5f;
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        int n = ns[k], T = 5;
+        size_t sz = (size_t)T * n;
+        float *x = ck_alloc(sz), *dy = ck_alloc(sz), *g = ck_alloc(n), *dx0 = ck_alloc(sz);
+        float *dg0 = ck_alloc(n);
+        ck_fill(&rng, x, sz, -2, 3), ck_fill(&rng, dy, sz, -1, 1), ck_fill(&rng, g, n, 0.5f, 1.5f);
+        ck_fill(&rng, dx0, sz, -1, 1), ck_fill(&rng, dg0, n, -1, 1);
+        float *wdx = ck_alloc(sz), *wdg = ck_alloc(n), *tdx = ck_alloc(sz), *tdg = ck_alloc(n);
+        double *dg = calloc(n, sizeof(double)), *mg = calloc(n, sizeof(double));
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * n, *dyt = dy + (size_t)t * n;
+            double ss = 0, sux = 0, sa = 0;
+            for (int i = 0; i < n; i++) ss += (double)xt[i] * xt[i];
+            double r = 1.0 / sqrt(ss / n + eps);
+            for (int i = 0; i < n; i++) {
+                sux += (double)g[i] * dyt[i] * xt[i], sa += fabs((double)g[i] * dyt[i] * xt[i]);
+                dg[i] += (double)dyt[i] * xt[i] * r, mg[i] += fabs((double)dyt[i] * xt[i] * r);
+            }
+            for (int i = 0; i < n; i++) {
+                size_t j = (size_t)t * n + i;
+                double u = (double)g[i] * dyt[i];
+                wdx[j] = (float)(dx0[j] + r * u - xt[i] * r * r * r * sux / n);
+                /* r to (n + 8)·eps relative (r³: three times that), each term's size */
+                double mag = r * fabs(u) + fabs(xt[i]) * r * r * r * sa / n;
+                tdx[j] = (float)(4 * (n + 8) * EPS * mag + 2 * EPS * fabs(dx0[j]));
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            wdg[i] = (float)(dg0[i] + dg[i]);
+            tdg[i] = (float)(4 * (n + T + 8) * EPS * mg[i] + 2 * EPS * fabs(dg0[i]));
+        }
+        for (int e = 0; e < n_eng; e++) {
+            float *gx = ck_alloc(sz), *gg = ck_alloc(n);
+            memcpy(gx, dx0, sz * 4), memcpy(gg, dg0, n * 4);
+            eng[e].k.rmsnorm_bwd(gx, gg, dy, x, g, T, n, eps);
+            CK_EXPECT_GUARDS(gx, "rmsnorm_bwd %s n=%d dx", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_GUARDS(gg, "rmsnorm_bwd %s n=%d dg", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(gx, wdx, tdx, sz, "rmsnorm_bwd %s n=%d dx", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(gg, wdg, tdg, n, "rmsnorm_bwd %s n=%d dg", tg_isa_name(eng[e].isa), n);
+            ck_free(gx), ck_free(gg);
+        }
+        free(dg), free(mg);
+        ck_free(x), ck_free(dy), ck_free(g), ck_free(dx0), ck_free(dg0);
+        ck_free(wdx), ck_free(wdg), ck_free(tdx), ck_free(tdg);
+    }
+}
+
+Test(train_kernels, silu_mul_bwd) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng rng = ck_rng_new(__func__);
+    const int ns[] = {1, 7, 8, 9, 63, 768, 4099};
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        int n = ns[k];
+        float *a = ck_alloc(n), *b = ck_alloc(n), *dy = ck_alloc(n);
+        float *wa = ck_alloc(n), *wb = ck_alloc(n), *ta = ck_alloc(n), *tb = ck_alloc(n);
+        ck_fill(&rng, a, n, -12, 12), ck_fill(&rng, b, n, -2, 2), ck_fill(&rng, dy, n, -1, 1);
+        if (n > 3) a[0] = -100.0f, a[1] = 100.0f, a[2] = -1.2785f; /* e^(-a) = inf; σ = 1; silu' ~ 0 */
+        for (int i = 0; i < n; i++) {
+            double s = 1.0 / (1.0 + exp(-(double)a[i]));
+            wa[i] = (float)(dy[i] * (double)b[i] * s * (1.0 + a[i] * (1.0 - s)));
+            wb[i] = (float)(dy[i] * (double)a[i] * s);
+            /* σ to a few ulps; 1 + a(1-σ) may cancel: its terms' size 1 + |a| */
+            ta[i] = (float)(16 * EPS * fabs(dy[i] * (double)b[i]) * s * (1.0 + fabs(a[i])) + FLT_MIN);
+            tb[i] = (float)(8 * EPS * fabs(wb[i]) + FLT_MIN);
+        }
+        for (int e = 0; e < n_eng; e++) {
+            float *ga = ck_alloc(n), *gb = ck_alloc(n);
+            eng[e].k.silu_mul_bwd(ga, gb, a, b, dy, n);
+            CK_EXPECT_GUARDS(ga, "silu_mul_bwd %s n=%d da", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_GUARDS(gb, "silu_mul_bwd %s n=%d db", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(ga, wa, ta, n, "silu_mul_bwd %s n=%d da", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_CLOSE(gb, wb, tb, n, "silu_mul_bwd %s n=%d db", tg_isa_name(eng[e].isa), n);
+            /* in place: da over a, db over b */
+            float *ia = ck_alloc(n), *ib = ck_alloc(n);
+            memcpy(ia, a, n * 4), memcpy(ib, b, n * 4);
+            eng[e].k.silu_mul_bwd(ia, ib, ia, ib, dy, n);
+            CK_EXPECT_BITEQUAL(ia, ga, n, "silu_mul_bwd %s n=%d in place da", tg_isa_name(eng[e].isa), n);
+            CK_EXPECT_BITEQUAL(ib, gb, n, "silu_mul_bwd %s n=%d in place db", tg_isa_name(eng[e].isa), n);
+            ck_free(ga), ck_free(gb), ck_free(ia), ck_free(ib);
+        }
+        ck_free(a), ck_free(b), ck_free(dy), ck_free(wa), ck_free(wb), ck_free(ta), ck_free(tb);
+    }
+}
+
 /* ---- AdamW and the gradient's sum of squares ---------------------------------------- */
 
 Test(train_kernels, adamw) {

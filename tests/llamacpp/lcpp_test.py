@@ -46,6 +46,8 @@ MODE, INSTALL, CC, WORK, TINYGPT, DUMP, SRC = sys.argv[1:4] + [os.path.abspath(a
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(SRC, "tests", "weights"))
 import llama_files as lf  # noqa: E402  (random llama2.c checkpoints, HF folders)
+sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
+import gguf_table  # noqa: E402
 
 EPS32 = 2.0 ** -24
 U_GELU = 2.0 ** -11
@@ -336,6 +338,28 @@ def test_llama():
             dst2 = os.path.join(TMP, name + "-hf.gguf")
             convert(hf, dst2, tok)
             logits_all_isas(name + " (HF folder)", dst2, ids[:96], 0.0, with_decode=False)
+    # Llamas trained by `tinygpt train --arch llama` (a few steps): GQA and
+    # untied with llama2.c's tokenizer.bin, MQA tied with a learned
+    # byte-level BPE (a gpt2 vocabulary in a llama file)
+    text = os.path.join(TMP, "train.txt")
+    with open(text, "wb") as f:
+        f.write(open(os.path.join(shared_dir(), "tinystories", "tinystories_val.txt"), "rb").read(60000))
+    for name, extra, kvh in (("trained-gqa-untied", ["--kv-heads", "2", "--untied", "--tokenizer-from", tok], 2),
+                             ("trained-mqa-bpe", ["--kv-heads", "1", "--vocab", "300"], 1)):
+        dst = os.path.join(TMP, name + ".gguf")
+        run([TINYGPT, "train", "--arch", "llama", "-f", text, "-o", dst, "--layers", "2", "--heads", "4",
+             "--embd", "64", "--ctx", "64", "--batch", "4", "--steps", "10", "--eval-every", "10"] + extra,
+            "tinygpt train")
+        info = lcpp("info", dst)
+        check("n_head_kv: %d\n" % kvh in info, "%s: llama.cpp reads n_head_kv %d: %s" % (name, kvh, info[:300]))
+        for p in LLAMA_PROMPTS:
+            a, b = ours_tokens(dst, p), lcpp_tokens(dst, p)
+            check(a == b, "%s: tokenization of %r: tinygpt %s, llama.cpp %s" % (name, p[:40], a[:20], b[:20]))
+        tids = ours_tokens(dst, story)[:64]
+        logits_all_isas(name, dst, tids, 0.0)
+        L2, E2, _ = model_shape(dst)
+        compare_greedy("%s greedy from %r" % (name, LLAMA_PROMPTS[0]), dst, ours_tokens(dst, LLAMA_PROMPTS[0]),
+                       40, L2, E2, 0.0)
 
 
 def q_bytes_compare(ours, theirs):
@@ -359,55 +383,10 @@ def q_bytes_compare(ours, theirs):
 
 
 def read_gguf(path):
-    """{name: (ggml type, data bytes)} from the GGUF spec (v3), for the byte comparison"""
-    import struct
-    data = open(path, "rb").read()
-    off = 4
-    ver, nt, nkv = struct.unpack_from("<IQQ", data, off)
-    off += 20
-    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-
-    def skip_val(t, off):
-        if t == 8:
-            n, = struct.unpack_from("<Q", data, off)
-            return off + 8 + n
-        if t == 9:
-            et, n = struct.unpack_from("<IQ", data, off)
-            off += 12
-            for _ in range(n):
-                off = skip_val(et, off)
-            return off
-        return off + sizes[t]
-    align = 32
-    for _ in range(nkv):
-        n, = struct.unpack_from("<Q", data, off)
-        key = data[off + 8:off + 8 + n].decode()
-        off += 8 + n
-        t, = struct.unpack_from("<I", data, off)
-        off += 4
-        if key == "general.alignment":
-            align, = struct.unpack_from("<I", data, off)
-        off = skip_val(t, off)
-    infos = []
-    for _ in range(nt):
-        n, = struct.unpack_from("<Q", data, off)
-        name = data[off + 8:off + 8 + n].decode()
-        off += 8 + n
-        nd, = struct.unpack_from("<I", data, off)
-        dims = struct.unpack_from("<%dQ" % nd, data, off + 4)
-        off += 4 + 8 * nd
-        typ, toff = struct.unpack_from("<IQ", data, off)
-        off += 12
-        infos.append((name, typ, dims, toff))
-    base = (off + align - 1) // align * align
-    out = {}
-    row_bytes = {0: lambda n: 4 * n, 1: lambda n: 2 * n, 30: lambda n: 2 * n, 8: lambda n: n // 32 * 34,
-                 2: lambda n: n // 32 * 18}
-    for name, typ, dims, toff in infos:
-        nrows = int(np.prod(dims[1:])) if len(dims) > 1 else 1
-        size = row_bytes[typ](dims[0]) * nrows if typ in row_bytes else 0
-        out[name] = (typ, data[base + toff:base + toff + size])
-    return out
+    """{name: (ggml type, data bytes)} from the GGUF spec (tests/tools/gguf_table.py), for the
+    byte comparison (no bytes for a type the table does not size)"""
+    g = gguf_table.read_gguf(path)
+    return {n: (t.type, gguf_table.raw(g, n) if t.nbytes is not None else b"") for n, t in g.tensors.items()}
 
 
 def test_types():

@@ -375,7 +375,7 @@ class Pty:
             os.dup2(e, 2)
             env = dict(os.environ)
             env.pop("TINYGPT_ISA", None)
-            os.execve(EXE, [EXE] + [str(x) for x in args], env)
+            os.execve(EXE, [EXE] + [x if isinstance(x, bytes) else str(x) for x in args], env)
         self.pid, self.fd, self.buf = pid, fd, b""
 
     def read_until(self, pred, timeout=30):
@@ -455,6 +455,59 @@ def test_interactive(gg, tmp):
     for args in (["-i", "--json"], ["-i", "-s", "2"], ["-i", "-f", "-"], ["-i", "--jsonl"]):
         r = run("generate", "-m", gg, *args)
         check(r.returncode == 2, "%s: exit %d" % (args, r.returncode))
+
+
+def token_ids(model, text):
+    """The model's tokens of text (plain text: no special tokens), by tokenize."""
+    r = run("tokenize", "-m", model, "--json", "--no-parse-special", "-p", text)
+    return json.loads(r.stdout)["ids"] if r.returncode == 0 else None
+
+
+def test_interactive_stop(model, tmp, pick, what):
+    """A turn cut by a --stop string: the REPL shows the text before it, and
+    the next turn (a line typed) is conditioned on exactly that text,
+    as a fresh run given it as --prompt-ids: not on the token that completed
+    the stop string, nor on those held back as a partial match, while the
+    shown bytes of a token cut by the stop string come back re-encoded. With
+    a repetition penalty, so the sampler's recent tokens are the kept ones
+    too. pick(pieces) gives the byte offset where the stop string starts in
+    the continuation and its length."""
+    n, line = 24, "ROMEO:\n"
+    opts = ["--temp", 0, "-n", n, "--ignore-eos", "--repeat-penalty", 1.3]
+    conv = token_ids(model, line)
+    ref = js(run("generate", "-m", model, "--prompt-ids", ids_arg(conv), "--json", *opts))
+    if not check(ref is not None, "%s: reference run" % what):
+        return
+    toks = tokens_of(ref)
+    pieces = [bytes(t["bytes"]) for t in ref["samples"][0]["tokens"]]
+    text = b"".join(pieces)
+    at, ln = pick(pieces)
+    stop = text[at:at + ln]
+    if not check(ln > 0 and text.find(stop) == at, "%s: stop %r first at %d in %r" % (what, stop, at, text)):
+        return
+    shown, j, done = text[:at], 0, 0
+    while done + len(pieces[j]) <= at:
+        done += len(pieces[j])
+        j += 1
+    conv2 = conv + toks[:j] + (token_ids(model, shown[done:].decode("latin-1")) if done < at else [])
+    # (latin-1 is wrong for bytes >= 0x80: pick() cuts only inside ASCII)
+    typed = "JULIET:\n"
+    conv2 += token_ids(model, typed)
+    r2 = run("generate", "-m", model, "--prompt-ids", ids_arg(conv2), "--no-echo", "--stop", stop, *opts)
+    text2 = r2.stdout[:-1]
+    errpath = os.path.join(tmp, "repl-stop.err")
+    p = Pty(["generate", "-m", model, "-p", line, "-i", "--stop", stop] + opts, errpath)
+    expect, ok = line.encode(), True
+    for out in (shown, text2):  # the prompt's turn, then a typed line's
+        expect += out + (b"> " if out.endswith(b"\n") or not out else b"\n> ")
+        ok = ok and p.read_until(lambda b: len(b) >= len(expect))
+        if out is shown:
+            p.send(typed.encode())
+            expect += typed.encode()
+    check(ok and r2.returncode == 0 and p.buf == expect,
+          "%s: REPL after --stop %r: %r\nwant %r" % (what, stop, p.buf, expect))
+    p.send(b"\x04")
+    check(p.wait() == 0, "%s: Ctrl-D after --stop" % what)
 
 
 def test_sigint(gg):
@@ -537,6 +590,17 @@ def main():
         test_stdin(gg, tmp)
         test_samples(gg)
         test_interactive(gg, tmp)
+        # byte tokens: a 2-byte stop string from the 7th token, so the 7th is
+        # held back (fed) and the 8th completes it
+        test_interactive_stop(gg, tmp, lambda ps: (sum(map(len, ps[:6])), 2), "byte model")
+        ship = os.path.join(src, "weights", "shakespeare-4h.gguf") if src else ""
+        if os.path.exists(ship):  # BPE: the stop string starts inside a token
+            def inside(ps):
+                for m in range(2, len(ps)):
+                    if len(ps[m]) >= 3 and ps[m].isascii():
+                        return sum(map(len, ps[:m])) + 2, len(ps[m]) - 2
+                return 0, 0
+            test_interactive_stop(ship, tmp, inside, "shipped model")
         test_sigint(gg)
         test_cli(gg, src)
     for f in FAILS:

@@ -337,6 +337,22 @@ class Oracle:
             return False
         return True
 
+    def check(self, ok, what):
+        """One check: what is the failure's message when ok is false."""
+        self.checks += 1
+        if not ok:
+            self.failures.append(what)
+        return ok
+
+    def report(self):
+        """The summary every oracle test ends with (the worst error against its
+        tolerance, each failure, the counts); the exit status: 1 if any failed."""
+        print("worst error / tolerance: %.4f" % self.worst)
+        for f in self.failures:
+            print("FAIL", f)
+        print("%d passed, %d failed" % (self.checks - len(self.failures), len(self.failures)))
+        return 1 if self.failures else 0
+
     def same(self, what, a, b):
         self.checks += 1
         if a.shape != b.shape or a.tobytes() != b.tobytes():
@@ -475,11 +491,7 @@ def main():
                 o.same("%s hf vs raw" % tag, hl, o.run(raw, tok_path, ["--isa", best, "--chunks", "1"], N, V)[0])
             print("%s: done" % tag)
 
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":

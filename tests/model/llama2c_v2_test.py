@@ -100,11 +100,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tg-v2-") as tmp:
         o = go.Oracle(dump, tmp)
 
-        def check(ok, what):
-            o.checks += 1
-            if not ok:
-                o.failures.append(what)
-            return ok
+        check = o.check
 
         for dim, hidden, layers, heads, kv, vocab, seq, tied, gs, tiny in SHAPES:
             w, cfg = lf.random_llama(rng, dim, hidden, layers, heads, kv, vocab, tied, scale=1.0 / np.sqrt(dim))
@@ -212,11 +208,7 @@ def main():
             passed = (tl.compare_q(probe, "perturbed", got, ref, s, scale) if any_q8 else
                       probe.compare("perturbed", got, ref, tl.tolerance(s, scale)))
             check(not passed, "%s: a perturbed int8 weight passed the comparison" % tag)
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":

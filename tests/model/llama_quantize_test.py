@@ -25,7 +25,6 @@ in each of the five types, with and without --keep-output. Then:
 usage: llama_quantize_test.py GPT_DUMP TINYGPT SOURCE_ROOT
 """
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -38,13 +37,12 @@ import gpt_oracle as go  # noqa: E402
 import spm_oracle  # noqa: E402
 import torch_llama as tl  # noqa: E402
 import typed_oracle as to  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import gguf_table as ggt  # noqa: E402
 
 qo = tl.qo
 GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "bf16": 30}
 NAME = {v: k for k, v in GGML.items()}
-# bytes of a row of n values in each ggml type
-ROW = {0: lambda n: 4 * n, 1: lambda n: 2 * n, 30: lambda n: 2 * n,
-       8: lambda n: n // 32 * 34, 2: lambda n: n // 32 * 18}
 
 # name, L, H, KVH, E, HS, D, C, V, F, tied, theta, eps, typed (torch_llama's tuple)
 SHAPES = [
@@ -54,56 +52,11 @@ SHAPES = [
 
 
 def read_gguf(path):
-    """GGUF v3 from its definition: (metadata {key: value}, {name: (type,
-    shape numpy order, raw bytes)})."""
-    d = open(path, "rb").read()
-    off = 0
-
-    def take(fmt):
-        nonlocal off
-        v = struct.unpack_from("<" + fmt, d, off)
-        off += struct.calcsize("<" + fmt)
-        return v[0]
-
-    def string():
-        nonlocal off
-        n = take("Q")
-        s = d[off:off + n].decode("utf-8")
-        off += n
-        return s
-
-    scal = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-
-    def value(t):
-        if t == 8:
-            return string()
-        if t == 9:
-            at, n = take("I"), take("Q")
-            return [value(at) for _ in range(n)]
-        return take(scal[t])
-
-    assert d[:4] == b"GGUF"
-    off = 4
-    assert take("I") == 3
-    n_t, n_kv = take("Q"), take("Q")
-    meta = {}
-    for _ in range(n_kv):
-        k = string()
-        meta[k] = value(take("I"))
-    infos = []
-    for _ in range(n_t):
-        name = string()
-        nd = take("I")
-        ne = [take("Q") for _ in range(nd)]
-        infos.append((name, ne, take("I"), take("Q")))
-    align = meta.get("general.alignment", 32)
-    base = off + (-off % align)
-    out = {}
-    for name, ne, typ, toff in infos:
-        rows = int(np.prod(ne[1:])) if len(ne) > 1 else 1
-        nb = rows * ROW[typ](ne[0])
-        out[name] = (typ, list(reversed(ne)), d[base + toff:base + toff + nb])
-    return meta, out
+    """GGUF v3 from its definition (tests/tools/gguf_table.py): (metadata
+    {key: value}, {name: (type, shape numpy order, raw bytes)})."""
+    g = ggt.read_gguf(path)
+    assert g.version == 3
+    return g.kv, {n: (t.type, ggt.shape(t), ggt.raw(g, n)) for n, t in g.tensors.items()}
 
 
 def from_adjacent(a, heads, HS, D):
@@ -139,12 +92,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tg-lquant-") as tmp:
         o = go.Oracle(driver, tmp)
 
-        def check(ok, what):
-            o.checks += 1
-            if not ok:
-                o.failures.append(what)
-            return ok
-
+        check = o.check
         for si, s in enumerate(SHAPES):
             name, L, H, KVH, E, HS, D, C, V, Fw, tied, theta, eps, typed = s
             w = tl.make_model(s, 7100 + si)
@@ -258,11 +206,7 @@ def main():
                             "--tokenizer", tokbin], capture_output=True, text=True)
         check(r.returncode == 1 and r.stderr.count("\n") == 1, "unwritable output: exit %d %r" %
               (r.returncode, r.stderr))
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":

@@ -130,11 +130,7 @@ def main():
         probe = go.Oracle(driver, tmp)
         must_fail("%s f32" % name, bad, C, V, lambda got: probe.compare("perturbed", got, ref,
                                                                         go.tolerance(cfg, scale)))
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":

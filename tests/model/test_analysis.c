@@ -454,6 +454,15 @@ Test(analysis, sweep_and_bench_rows) {
     double f = 0;
     for (int i = 0; i < 6; i++) f += tg_opcost_forward(&M.m.cfg, 1, i, 1).flops;
     cr_assert(fabs(r->cost.flops - f) <= 1e-12 * f);
+    /* an f16 KV cache: the same run counts half the KV bytes (2 per element, not 4) */
+    double kv32 = r->cost.kv_bytes;
+    tg_gpt *g16;
+    tg_gpt_opts o16 = {1, NULL, 0, TG_WTYPE_F16};
+    cr_assert_eq(tg_gpt_create(&g16, &M.m, &o16, &err), TG_OK, "%s", err.msg);
+    cr_assert_eq(tg_bench_run(g16, 0, 6, 2, ids, NULL, r, &err), TG_OK, "%s", err.msg);
+    cr_assert(kv32 > 0 && r->cost.kv_bytes * 2 == kv32, "f16 KV %g vs f32 %g", r->cost.kv_bytes, kv32);
+    cr_assert(fabs(r->cost.flops - f) <= 1e-12 * f);
+    tg_gpt_free(g16);
     cr_assert_eq(tg_bench_run(G, 1, 16, 0, ids, NULL, r, &err), TG_ERR_ARG);
     cr_assert_eq(tg_bench_run(G, 1, 16, TG_BENCH_MAX_REPS + 1, ids, NULL, r, &err), TG_ERR_ARG);
     cr_assert_eq(tg_bench_run(G, 1, C + 1, 1, ids, NULL, r, &err), TG_ERR_RANGE);

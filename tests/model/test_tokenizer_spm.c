@@ -319,6 +319,50 @@ Test(spm, roundtrip_fixed_and_random) {
     tg_vocab_free(&v);
 }
 
+/* TG_ENCODE_NO_PREFIX (a text that goes on another, as the REPL's re-encoded
+ * remainder): no dummy-prefix space, so the pieces spell the text exactly,
+ * byte for byte; with the prefix they spell " " + text. */
+static void pieces_spell(tg_tokenizer *t, const char *text, size_t len, int flags) {
+    int *ids;
+    size_t n;
+    tg_err err;
+    cr_assert_eq(tg_tokenizer_encode_ex(t, text, len, flags, &ids, &n, &err), TG_OK, "%s", err.msg);
+    size_t pre = flags & TG_ENCODE_NO_PREFIX || !len ? 0 : 1, k = 0;
+    char *cat = malloc(len + 16 * n + 2);
+    for (size_t i = 0; i < n; i++) {
+        size_t pl;
+        const char *p = tg_tokenizer_piece(t, ids[i], &pl);
+        cr_assert_not_null(p);
+        memcpy(cat + k, p, pl);
+        k += pl;
+    }
+    cr_assert(k == pre + len && (!pre || cat[0] == ' ') && !memcmp(cat + pre, text, len),
+              "flags %d: the pieces of a %zu-byte text spell %zu bytes", flags, len, k);
+    free(cat);
+    free(ids);
+}
+
+Test(spm, no_prefix) {
+    tg_vocab v;
+    load_tok512(&v);
+    tg_tokenizer *t = make_tok(&v);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0] - 1; i++) /* the last spells specials */
+        for (int f = 0; f < 2; f++) pieces_spell(t, texts[i], strlen(texts[i]), f ? TG_ENCODE_NO_PREFIX : 0);
+    uint64_t r = 777;
+    char buf[200];
+    for (int it = 0; it < 100; it++) {
+        size_t len = (size_t)it * 2 % 199;
+        for (size_t k = 0; k < len; k++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            uint8_t x = (uint8_t)(r >> 56);
+            buf[k] = (char)(x < 160 ? "abcdefghij klmnop \nqrst"[x % 23] : x);
+        }
+        pieces_spell(t, buf, len, TG_ENCODE_NO_PREFIX | (it & 1 ? TG_ENCODE_SPECIAL : 0));
+    }
+    tg_tokenizer_free(t);
+    tg_vocab_free(&v);
+}
+
 /* A long text: the heap keeps it O(n log n) (llama2.c's scan would take
  * minutes on this); ids must round trip. */
 Test(spm, long_text) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "model/train.h"
+#include "tests/model/train_check.h"
 
 typedef struct tcase {
     tg_gpt2_config cfg;
@@ -67,53 +68,13 @@ static const tg_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f};
  * the parameters after STEPS AdamW steps. */
 static void run_oracle(const tcase *c, tg_trainer *tr, double *loss, double *grads,
                        float *stepped) {
-    size_t n = tg_trainer_n_params(tr);
-    char in[] = "/tmp/tg_train_caseXXXXXX", out[] = "/tmp/tg_train_refXXXXXX";
-    int fi = mkstemp(in), fo = mkstemp(out);
-    cr_assert(fi >= 0 && fo >= 0);
-    close(fo);
-    FILE *f = fdopen(fi, "wb");
-    int32_t hdr[12] = {c->cfg.n_layer, c->cfg.n_head, c->cfg.n_embd, c->cfg.n_ctx,
-                       c->cfg.n_vocab, c->B, c->T, STEPS, WARMUP, 1, 0, 0};
-    float hp[8] = {LR, LR_MIN, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, CLIP, 0};
-    fwrite(hdr, sizeof hdr, 1, f);
-    fwrite(hp, sizeof hp, 1, f);
-    fwrite(tg_trainer_params(tr), sizeof(float), n, f);
-    fwrite(c->tok, sizeof(int), (size_t)c->B * c->T, f);
-    fwrite(c->tgt, sizeof(int), (size_t)c->B * c->T, f);
-    fclose(f);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/train_ref.py %s %s", TEST_SRC_DIR, in, out);
-    int rc = system(cmd);
-    unlink(in);
-    cr_assert_eq(rc, 0, "the PyTorch oracle failed: %s", cmd);
-    f = fopen(out, "rb");
-    cr_assert(f);
-    cr_assert_eq(fread(loss, sizeof(double), 1, f), 1);
-    cr_assert_eq(fread(grads, sizeof(double), n, f), n);
-    cr_assert_eq(fread(stepped, sizeof(float), n, f), n);
-    fclose(f);
-    unlink(out);
-}
-
-/* ||a - ref|| / ||ref|| per tensor must stay below tol */
-static void check_tensors(tg_trainer *tr, const float *a, const double *ref, double tol,
-                          const char *what, const uint8_t *skip) {
-    size_t off = 0;
-    for (int i = 0; i < TG_TRAIN_N_TENSORS; i++) {
-        tg_train_tensor t = tg_trainer_tensor(tr, i);
-        double d2 = 0, r2 = 0;
-        for (size_t j = off; j < off + t.n; j++) {
-            if (skip && skip[j]) continue;
-            d2 += ((double)a[j] - ref[j]) * ((double)a[j] - ref[j]);
-            r2 += ref[j] * ref[j];
-        }
-        cr_assert(r2 > 0, "%s %s: the reference is all zero", what, t.name);
-        double rel = sqrt(d2 / r2);
-        if (getenv("TG_TEST_VERBOSE")) fprintf(stderr, "%s %s: %.3g\n", what, t.name, rel);
-        cr_expect(rel < tol, "%s %s: relative error %.3g (tolerance %.1g)", what, t.name, rel, tol);
-        off += t.n;
-    }
+    struct {
+        int32_t i[12];
+        float f[8];
+    } hdr = {{c->cfg.n_layer, c->cfg.n_head, c->cfg.n_embd, c->cfg.n_ctx, c->cfg.n_vocab, c->B, c->T,
+              STEPS, WARMUP, 1, 0, 0},
+             {LR, LR_MIN, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, CLIP, 0}};
+    train_oracle("train_ref.py", &hdr, sizeof hdr, tr, c->tok, c->tgt, c->B * c->T, loss, grads, stepped);
 }
 
 Test(train, matches_pytorch, .timeout = 120) {
@@ -135,7 +96,7 @@ Test(train, matches_pytorch, .timeout = 120) {
         cr_expect(fabs(ref_loss - log(c.cfg.n_vocab)) > 0.3, "the case is trivial: loss %.3f ~ log V", ref_loss);
         tg_trainer_zero_grad(t2);
         tg_trainer_backward(t2);
-        check_tensors(t2, tg_trainer_grads(t2), ref_g, 1e-4, isas[k] ? "grad (scalar)" : "grad", NULL);
+        train_check_tensors(t2, tg_trainer_grads(t2), ref_g, 1e-4, isas[k] ? "grad (scalar)" : "grad", NULL);
         tg_trainer_free(t2);
     }
 
@@ -155,24 +116,10 @@ Test(train, matches_pytorch, .timeout = 120) {
         dref[i] = (double)ref_p[i] - p0[i];
         dp[i] = (float)((double)p[i] - p0[i]);
     }
-    /* Adam divides by |g|, so an element whose exact gradient is zero (the
-     * key bias: softmax ignores a constant added to a row of scores) moves
-     * by ±lr on rounding noise alone, in either implementation. Such
-     * elements — |g| below 1e-6 of the tensor's RMS in the float64
-     * oracle — are left out of the comparison. */
-    uint8_t *skip = calloc(n, 1);
-    size_t off = 0, skipped = 0;
-    for (int i = 0; i < TG_TRAIN_N_TENSORS; i++) {
-        size_t tn = tg_trainer_tensor(tr, i).n;
-        double r2 = 0;
-        for (size_t j = off; j < off + tn; j++) r2 += ref_g[j] * ref_g[j];
-        double rms = sqrt(r2 / tn);
-        for (size_t j = off; j < off + tn; j++)
-            if (fabs(ref_g[j]) < 1e-6 * rms) skip[j] = 1, skipped++;
-        off += tn;
-    }
+    size_t skipped;
+    uint8_t *skip = train_noise_skip(tr, ref_g, &skipped);
     cr_expect(skipped < n / 50, "%zu of %zu gradients are ~0", skipped, n);
-    check_tensors(tr, dp, dref, 3e-4, "AdamW update", skip);
+    train_check_tensors(tr, dp, dref, 3e-4, "AdamW update", skip);
     free(skip);
     tg_trainer_free(t0);
     tg_trainer_free(tr);
@@ -248,7 +195,7 @@ Test(train, masked_targets_match_pytorch, .timeout = 120) {
               sum / n_scored, loss);
     tg_trainer_zero_grad(tr);
     tg_trainer_backward(tr);
-    check_tensors(tr, tg_trainer_grads(tr), ref_g, 1e-4, "masked grad", NULL);
+    train_check_tensors(tr, tg_trainer_grads(tr), ref_g, 1e-4, "masked grad", NULL);
 
     /* sequence 1 is wholly masked, so the gradient is that of sequence 0
      * alone: its tokens contribute nothing */
@@ -261,7 +208,7 @@ Test(train, masked_targets_match_pytorch, .timeout = 120) {
     tg_trainer_backward(tr);
     double *g1 = malloc(sizeof(double) * n);
     for (size_t i = 0; i < n; i++) g1[i] = tg_trainer_grads(tr)[i];
-    check_tensors(tr, g2, g1, 1e-5, "grad without the masked sequence", NULL);
+    train_check_tensors(tr, g2, g1, 1e-5, "grad without the masked sequence", NULL);
 
     /* all masked: loss 0, zero gradient */
     for (int i = 0; i < BT; i++) c.tgt[i] = -1;

@@ -32,7 +32,6 @@ driver gpt_dump runs them and every logit at every position is compared:
 
 usage: torch_llama.py GPT_DUMP
 """
-import importlib.util
 import math
 import os
 import struct
@@ -49,10 +48,7 @@ sys.path.insert(0, HERE)
 import gpt_oracle as go  # noqa: E402  (GGUF key helpers, Oracle, U)
 import typed_oracle as to  # noqa: E402  (flip bound of the integer types)
 
-_spec = importlib.util.spec_from_file_location(
-    "quant_oracle", os.path.join(HERE, "..", "engine", "quant_oracle.py"))
-qo = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(qo)
+qo = to.qo  # tests/engine/quant_oracle.py, as typed_oracle loads it
 
 torch.set_grad_enabled(False)
 
@@ -484,11 +480,7 @@ def main():
                     o.checks += 1
             print("%s: worst error / tolerance so far %.4f" % (name, o.worst))
         hostile(o, driver, tmp)
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,37 @@ def lr_at(s, steps, warmup, lr_max, lr_min):
     return lr_min + 0.5 * (1.0 + math.cos(math.pi * frac)) * (lr_max - lr_min)
 
 
+def write_outputs(dst, make, params, tok, tgt, hp):
+    """The oracle's answer for a model make(flat tensor) with .tensors,
+    .decay and .loss(tok, tgt): the float64 loss and gradients, then the
+    float32 parameters after hp = (steps, warmup, lr, lr_min, beta1, beta2,
+    eps, weight_decay, grad_clip) AdamW steps on the same batch."""
+    steps, warmup, lr, lr_min, b1, b2, eps, wd, clip = hp
+    out = open(dst, "wb")
+    m = make(torch.from_numpy(params).double())
+    loss = m.loss(tok, tgt)
+    loss.backward()
+    out.write(np.float64(loss.item()).tobytes())
+    out.write(np.concatenate([p.grad.numpy().ravel() for p in m.tensors]).astype(np.float64).tobytes())
+
+    m = make(torch.from_numpy(params).float())
+    decay = [p for p, d in zip(m.tensors, m.decay) if d]
+    no_decay = [p for p, d in zip(m.tensors, m.decay) if not d]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=lr, betas=(b1, b2), eps=eps, foreach=False)
+    for s in range(steps):
+        for gr in opt.param_groups:
+            gr["lr"] = lr_at(s, steps, warmup, lr, lr_min)
+        opt.zero_grad()
+        m.loss(tok, tgt).backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(m.tensors, clip)
+        opt.step()
+    out.write(np.concatenate([p.detach().numpy().ravel() for p in m.tensors]).astype(np.float32).tobytes())
+    out.close()
+
+
 def main():
     src, dst = sys.argv[1], sys.argv[2]
     raw = open(src, "rb").read()
@@ -48,32 +79,8 @@ def main():
     tok = torch.from_numpy(tok.astype(np.int64))
     tgt = torch.from_numpy(tgt.astype(np.int64))
 
-    out = open(dst, "wb")
-    # gradients in float64
-    m = GPT2(L, H, E, C, V, torch.from_numpy(params).double())
-    loss = m.loss(tok, tgt)
-    loss.backward()
-    out.write(np.float64(loss.item()).tobytes())
-    out.write(np.concatenate([p.grad.numpy().ravel() for p in m.tensors]).astype(np.float64).tobytes())
-
-    # AdamW steps in float32
-    m = GPT2(L, H, E, C, V, torch.from_numpy(params).float())
-    decay = [p for p, d in zip(m.tensors, m.decay) if d]
-    no_decay = [p for p, d in zip(m.tensors, m.decay) if not d]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=(b1, b2), eps=eps, foreach=False)
-    for s in range(steps):
-        for gr in opt.param_groups:
-            gr["lr"] = lr_at(s, steps, warmup, lr, lr_min)
-        opt.zero_grad()
-        m.loss(tok, tgt).backward()
-        if clip > 0:
-            torch.nn.utils.clip_grad_norm_(m.tensors, clip)
-        opt.step()
-    out.write(np.concatenate([p.detach().numpy().ravel() for p in m.tensors]).astype(np.float32).tobytes())
-    out.close()
-
+    write_outputs(dst, lambda flat: GPT2(L, H, E, C, V, flat), params, tok, tgt,
+                  (steps, warmup, lr, lr_min, b1, b2, eps, wd, clip))
 
 if __name__ == "__main__":
     main()

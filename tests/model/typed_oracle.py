@@ -312,11 +312,7 @@ def main():
                     o.failures.append("%s: a perturbed model passed the comparison" % tag)
                 o.checks += 1
             print("%s: worst error / tolerance so far %.4f" % (name, o.worst))
-        print("worst error / tolerance: %.4f" % o.worst)
-        for f in o.failures:
-            print("FAIL", f)
-        print("%d passed, %d failed" % (o.checks - len(o.failures), len(o.failures)))
-        return 1 if o.failures else 0
+        return o.report()
 
 
 if __name__ == "__main__":

@@ -68,27 +68,65 @@ def check_help(ck, exe, cmds):
         ck.check(code == 0 and r.returncode == 0 and r.stdout == h.text and hc.returncode == 0
                  and hc.stdout == h.text and h.text.startswith("usage: tinygpt " + cmd),
                  "%s: --help / -h / help %s disagree or fail" % (cmd, cmd))
-        lcode, table = ht.list_options(exe, cmd)
-        ck.check(lcode == 0 and table, "%s --list-options: exit %d" % (cmd, lcode))
-        rows = set(h.names())
-        table.pop("-h", None), table.pop("--help", None)  # every command's, said by `tinygpt help`
-        ck.check(set(table) - rows == set(), "%s: options without a row in --help: %s"
-                 % (cmd, sorted(set(table) - rows)))
-        ck.check(rows - set(table) == set(), "%s: rows in --help that are no option: %s"
-                 % (cmd, sorted(rows - set(table))))
-        missing = [o for o in h.usage_options() if o not in rows]
-        ck.check(not missing, "%s: usage-line options without a row: %s" % (cmd, missing))
-        for names, meta, desc in h.rows:
-            kind = table.get(names[0], "?")
-            what = "%s %s (%s): %r" % (cmd, ", ".join(names), kind, desc)
-            ck.check(len(desc) >= 8, "no description: " + what)
-            if kind in ("int", "number"):
-                ck.check(RANGE.search(desc) and ("default" in desc or "required" in desc),
-                         "no range or default: " + what)
-            if kind == "list":
-                ck.check(RANGE.search(desc), "no range: " + what)
-            if kind != "flag" and names[0] not in ("-h",):
-                ck.check(meta is not None, "a valued option without its metavariable: " + what)
+        check_rows(ck, exe, cmd, h)
+
+
+def check_rows(ck, exe, cmd, h, *mode):
+    """h, the --help of `cmd *mode`, against that table (--list-options)."""
+    lcode, table = ht.list_options(exe, cmd, *mode)
+    cmd = " ".join([cmd, *mode])
+    ck.check(lcode == 0 and table, "%s --list-options: exit %d" % (cmd, lcode))
+    rows = set(h.names())
+    table.pop("-h", None), table.pop("--help", None)  # every command's, said by `tinygpt help`
+    ck.check(set(table) - rows == set(), "%s: options without a row in --help: %s"
+             % (cmd, sorted(set(table) - rows)))
+    ck.check(rows - set(table) == set(), "%s: rows in --help that are no option: %s"
+             % (cmd, sorted(rows - set(table))))
+    missing = [o for o in h.usage_options() if o not in rows]
+    ck.check(not missing, "%s: usage-line options without a row: %s" % (cmd, missing))
+    for names, meta, desc in h.rows:
+        kind = table.get(names[0], "?")
+        what = "%s %s (%s): %r" % (cmd, ", ".join(names), kind, desc)
+        ck.check(len(desc) >= 8, "no description: " + what)
+        if kind in ("int", "number"):
+            ck.check(RANGE.search(desc) and ("default" in desc or "required" in desc),
+                     "no range or default: " + what)
+        if kind == "list":
+            ck.check(RANGE.search(desc), "no range: " + what)
+        if kind != "flag" and names[0] not in ("-h",):
+            ck.check(meta is not None, "a valued option without its metavariable: " + what)
+
+
+def check_task_help(ck, exe, src):
+    """The task modes of train, eval, attention and compare (another option
+    table each, chosen before parsing by --task or a model that records a
+    task) follow the same conventions; the plain commands have a --task row
+    that says how to reach them, and the long aliases reach them too."""
+    with tempfile.TemporaryDirectory(prefix="tg-task-") as tmp:
+        mt = os.path.join(tmp, "mt.gguf")
+        r = run(exe, "train", "--task=marked-tuple", "--steps", 1, "--embd", 8, "--heads", 1,
+                "--batch", 1, "--eval-seqs", 1, "--output", mt)
+        if not ck.check(r.returncode == 0, "train --task=... --output: %r" % r.stderr[-300:]):
+            return
+        modes = [("train", "--task", "marked-tuple"), ("eval", "--task", "marked-tuple"),
+                 ("eval", "--model", mt), ("attention", "--task", "induction"),
+                 ("attention", "--model=" + mt), ("compare", mt, mt)]
+        for cmd, *mode in modes:
+            code, h = ht.command_help(exe, cmd, *mode)
+            ck.check(code == 0 and h.text.startswith("usage: tinygpt " + cmd) and "--task" in h.text
+                     or cmd == "compare" and "train --task" in h.text,
+                     "%s %s --help: exit %d %r" % (cmd, mode, code, h.text[:200]))
+            plain = ht.command_help(exe, cmd)[1].text
+            ck.check(h.text != plain, "%s %s --help is the task mode's, not the command's" % (cmd, mode))
+            check_rows(ck, exe, cmd, h, *mode)
+        for cmd in ("train", "eval", "attention"):
+            row = ht.command_help(exe, cmd)[1].row_of("--task")
+            ck.check(row and "%s --task NAME --help" % cmd in row[2],
+                     "%s --help: a --task row naming its help: %r" % (cmd, row))
+        r = run(exe, "eval", "--model=" + mt, "-n", 2, "--json")
+        ck.check(r.returncode == 0 and '"task": "marked-tuple"' in r.stdout, "eval --model=TASK: %r" % r.stderr)
+        r = run(exe, "attention", "--model", mt, "--threads", 1, "--json")
+        ck.check(r.returncode == 0 and r.stdout.startswith("{"), "attention --model TASK: %r" % r.stderr)
 
 
 def check_top(ck, exe, cmds):
@@ -323,6 +361,7 @@ def main():
     cmds = ht.commands(exe)
     check_top(ck, exe, cmds)
     check_help(ck, exe, cmds)
+    check_task_help(ck, exe, src)
     check_parser(ck, exe, src)
     check_version(ck, exe, src)
     check_legends(ck, exe, src)

@@ -1,13 +1,20 @@
-"""gguf_table.py — the tensor table of a GGUF file, read in Python from the
-GGUF specification (header, metadata key/values, tensor infos, data at the
-alignment) and ggml's block sizes, independently of tinygpt's reader: the
-oracle for what `inspect` and `profile` say about a file's tensors, and the
-offsets bench/quant_quality.py patches.
+"""gguf_table.py — GGUF files read in Python from the GGUF specification
+(header, metadata key/values, tensor infos, data at the alignment) and
+ggml's block sizes, independently of tinygpt's reader: the tests' one GGUF
+reader. The oracle for what `inspect` and `profile` say about a file's
+tensors, for the bytes `quantize` and `convert` write, and the offsets
+bench/quant_quality.py patches.
 
-    t = read_table(path)
-    t.tensors["blk.0.ffn_up.weight"]  -> Tensor(name, dims, type, offset, nbytes)
-    t.alignment, t.data_start, t.kv (scalar metadata; arrays as their length)
-    t.info[name] -> (file offset of its first dimension, of its type code)
+    g = read_gguf(path)               # or parse(the file's bytes)
+    g.kv["tokenizer.ggml.tokens"]     -> every metadata value (arrays as lists)
+    g.tensors["blk.0.ffn_up.weight"]  -> Tensor(name, dims, type, type_name, offset, nbytes)
+    raw(g, name)                      -> the tensor's bytes; f32(g, name) -> a numpy array
+    g.alignment, g.data_start, g.version, g.order (the infos' order)
+    g.info[name] -> (file offset of its first dimension, of its type code)
+    g.kv_types[key] -> (value type, an array's element type or None)
+    a tensor of a type ggml.h has but not this table: type_name None, nbytes None
+
+    t = read_table(path)              # the same, arrays in t.kv as their length
 """
 import struct
 from collections import namedtuple
@@ -29,15 +36,21 @@ GGML_TYPES = {
 Tensor = namedtuple("Tensor", "name dims type type_name offset nbytes")  # dims innermost first
 # info: name -> (file offset of its first dimension, of its type code)
 Table = namedtuple("Table", "version alignment data_start kv tensors order info")
+# a whole file: Table's fields, the file's bytes, and each key's value type
+# (kv_types[key] = (type, element type of an array or None))
+Gguf = namedtuple("Gguf", Table._fields + ("data", "kv_types"))
 
-_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B",
+# metadata value types 0..12 (the spec's gguf_metadata_value_type): the scalars
+_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
            10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
 
 
-def read_table(path):
-    d = open(path, "rb").read()
+def parse(d):
+    """The GGUF (v2 or v3: the same layout) in the bytes d: a Gguf. Raises
+    ValueError for a file that is not GGUF or a row that is not whole blocks."""
     if d[:4] != b"GGUF":
-        raise ValueError(f"{path}: not a GGUF file")
+        raise ValueError("not a GGUF file")
     p = 4
 
     def take(fmt):
@@ -54,21 +67,23 @@ def read_table(path):
         return s
 
     def value(t):
-        if t == 8:
+        if t == _STRING:
             return string()
-        if t == 9:
+        if t == _ARRAY:
             et, n = take("<I"), take("<Q")
-            for _ in range(n):
-                value(et)
-            return n  # an array: its length
+            return [value(et) for _ in range(n)]
         return take(_SCALAR[t])
 
     version = take("<I")
+    if version not in (2, 3):
+        raise ValueError(f"GGUF version {version}")
     n_tensors, n_kv = take("<Q"), take("<Q")
-    kv = {}
+    kv, kv_types = {}, {}
     for _ in range(n_kv):
         key = string()
-        kv[key] = value(take("<I"))
+        t = take("<I")
+        kv_types[key] = (t, struct.unpack_from("<I", d, p)[0] if t == _ARRAY else None)
+        kv[key] = value(t)
     alignment = kv.get("general.alignment", 32)
     infos, info = [], {}
     for _ in range(n_tensors):
@@ -82,19 +97,54 @@ def read_table(path):
     data_start = (p + alignment - 1) // alignment * alignment
     tensors, order = {}, []
     for name, dims, typ, off in infos:
-        tname, blk, bsize = GGML_TYPES[typ]
-        n = 1
-        for x in dims:
-            n *= x
+        tname, blk, bsize = GGML_TYPES.get(typ, (None, 1, None))
         if dims[0] % blk:
             raise ValueError(f"{name}: row of {dims[0]} is not a multiple of {blk}")
-        tensors[name] = Tensor(name, dims, typ, tname, data_start + off, n // blk * bsize)
+        tensors[name] = Tensor(name, dims, typ, tname, data_start + off,
+                               n_elements_of(dims) // blk * bsize if bsize else None)
         order.append(name)
-    return Table(version, alignment, data_start, kv, tensors, order, info)
+    return Gguf(version, alignment, data_start, kv, tensors, order, info, d, kv_types)
+
+
+def read_gguf(path):
+    with open(path, "rb") as f:
+        return parse(f.read())
+
+
+def read_table(path):
+    """The tensor table: read_gguf's, with each array value in kv as its
+    length."""
+    g = read_gguf(path)
+    kv = {k: len(v) if isinstance(v, list) else v for k, v in g.kv.items()}
+    return Table(g.version, g.alignment, g.data_start, kv, g.tensors, g.order, g.info)
+
+
+def raw(g, name):
+    """The bytes of tensor name in the file."""
+    t = g.tensors[name]
+    return g.data[t.offset:t.offset + t.nbytes]
+
+
+def shape(t):
+    """numpy order (outermost first) of a Tensor's dims."""
+    return list(reversed(t.dims))
+
+
+def f32(g, name):
+    """An F32 tensor as a float32 array in numpy order (a view of the file)."""
+    import numpy as np
+    t = g.tensors[name]
+    if t.type != 0:
+        raise ValueError(f"{name} is {t.type_name}, not f32")
+    return np.frombuffer(g.data, "<f4", n_elements(t), t.offset).reshape(shape(t))
+
+
+def n_elements_of(dims):
+    n = 1
+    for x in dims:
+        n *= x
+    return n
 
 
 def n_elements(t):
-    n = 1
-    for x in t.dims:
-        n *= x
-    return n
+    return n_elements_of(t.dims)

@@ -12,7 +12,11 @@ the definitions, not against tinygpt's own numbers:
   * profile --json: the same in "config"; --ctx-sweep's kv_bytes per step
     = (ctx + 1) positions · KV bytes per token (the step reads the cache
     and its own new row), in JSON and text (KiB);
-  * inspect says the KV heads and the kind (MHA/GQA/MQA).
+  * inspect says the KV heads and the kind (MHA/GQA/MQA);
+  * with --kv-type f16 every KV figure counts 2 bytes per element: compare's
+    and profile's per token and per context, --ctx-sweep's per step, and
+    profile's per-op kv_bytes of attention (half those of the f32 cache,
+    op by op and phase by phase), which its roofline divides.
 
 usage: kv_heads_test.py TINYGPT
 """
@@ -42,8 +46,14 @@ def run(*args):
     return r.stdout
 
 
-def per_token(kvh):
-    return L * 2 * kvh * HS * 4
+def per_token(kvh, elem=4):
+    return L * 2 * kvh * HS * elem
+
+
+def op_kv(doc):
+    """{(phase, op): kv_bytes} of profile --json's op rows, where nonzero."""
+    return {(ph["phase"], op["op"]): op["kv_bytes"] for ph in doc["phases"] for op in ph["ops"]
+            if op.get("kv_bytes")}
 
 
 def main():
@@ -110,6 +120,29 @@ def main():
                     kib[int(f[0])] = f[-1]
             check(kib == {x: "%.1f" % ((x + 1) * per_token(kvh) / 1024) for x in ctxs},
                   "profile --ctx-sweep text kv%d: KV KiB %s" % (kvh, kib))
+
+            # an f16 cache: 2 bytes per element in every KV figure
+            f16 = ("--kv-type", "f16")
+            args = ("profile", "-m", p, "--json", "--no-roofline", "--isa", "scalar", "-n", "3",
+                    "--prompt-tokens", "5")
+            j32, j16 = json.loads(run(*args)), json.loads(run(*args, *f16))
+            c = j16["config"]
+            check(c["kv_bytes_per_token"] == per_token(kvh, 2) and c["kv_bytes_per_context"] == per_token(kvh, 2) * C,
+                  "profile --kv-type f16 kv%d config %s" % (kvh, c))
+            k32, k16 = op_kv(j32), op_kv(j16)
+            check(set(k32) == {(ph, op) for ph in ("prefill", "decode") for op in ("attn_scores", "attn_mix")}
+                  and set(k16) == set(k32) and all(k16[x] * 2 == k32[x] for x in k32),
+                  "profile --kv-type f16 kv%d: per-op kv_bytes %s, f32 %s" % (kvh, k16, k32))
+            j = json.loads(run("profile", "-m", p, "--json", "--no-roofline", "--isa", "scalar", "--ctx-sweep",
+                               ",".join(map(str, ctxs)), "--sweep-steps", "2", *f16))
+            got = [(r["ctx"], r["kv_bytes"]) for r in j["ctx_sweep"]]
+            want = [(x, (x + 1) * per_token(kvh, 2)) for x in ctxs]
+            check(got == want, "profile --ctx-sweep --kv-type f16 kv%d: kv_bytes %s, want %s" % (kvh, got, want))
+        j = json.loads(run("compare", models[8], models[1], "-f", text, "--json", "--no-agreement", "--isa",
+                           "scalar", "--kv-type", "f16"))
+        got = [(m["kv_bytes_per_token"], m["kv_bytes_per_context"]) for m in j["models"]]
+        want = [(per_token(k, 2), per_token(k, 2) * C) for k in (8, 1)]
+        check(got == want, "compare --kv-type f16: KV bytes %s, want %s" % (got, want))
     for f in failures:
         print("FAIL", f)
     print("kv_heads_test: %d checks, %d failed" % (checks, len(failures)))

@@ -43,47 +43,9 @@ def expect(args, code, needle=b""):
 
 
 def gguf_tensor_offsets(path):
-    """name -> (absolute file offset of its data, GGML type), read with our
-    own minimal GGUF parser (the header layout of the GGUF spec)."""
-    d = open(path, "rb").read()
-    p = [8]  # past magic and version
-
-    def take(fmt):
-        v = struct.unpack_from(fmt, d, p[0])
-        p[0] += struct.calcsize(fmt)
-        return v[0]
-
-    def skip_value(t):
-        sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-        if t == 8:
-            n = take("<Q")
-            p[0] += n
-        elif t == 9:
-            et, n = take("<I"), take("<Q")
-            for _ in range(n):
-                skip_value(et)
-        else:
-            p[0] += sizes[t]
-
-    nt, nkv = take("<Q"), take("<Q")
-    align = 32
-    for _ in range(nkv):
-        key = d[p[0] + 8:p[0] + 8 + struct.unpack_from("<Q", d, p[0])[0]].decode()
-        p[0] += 8 + len(key.encode())
-        t = take("<I")
-        if key == "general.alignment":
-            align = struct.unpack_from("<I", d, p[0])[0]
-        skip_value(t)
-    infos = []
-    for _ in range(nt):
-        n = take("<Q")
-        name = d[p[0]:p[0] + n].decode()
-        p[0] += n
-        nd = take("<I")
-        p[0] += 8 * nd
-        infos.append((name, take("<I"), take("<Q")))
-    data0 = (p[0] + align - 1) // align * align
-    return {name: (data0 + off, typ) for name, typ, off in infos}
+    """name -> (absolute file offset of its data, GGML type), from the GGUF
+    spec (tests/tools/gguf_table.py)."""
+    return {n: (t.offset, t.type) for n, t in read_table(path).tensors.items()}
 
 
 def raw_bytes(path, t):

@@ -30,6 +30,9 @@ import tempfile
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import gguf_table  # noqa: E402
+
 TINYGPT, DUMP = sys.argv[1], sys.argv[2]
 L, H, E, C = 2, 2, 8, 16
 F = 4 * E
@@ -155,52 +158,14 @@ def flat(ts):
 
 # ---- an independent GGUF reader ----------------------------------------------------
 
-class Reader:
-    SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-    def __init__(self, data):
-        self.d, self.p = data, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from(fmt, self.d, self.p)[0]
-        self.p += struct.calcsize(fmt)
-        return v
-
-    def string(self):
-        n = self.take("<Q")
-        s = self.d[self.p:self.p + n].decode("utf-8")
-        self.p += n
-        return s
-
-    def value(self, t):
-        if t == 8:
-            return self.string()
-        if t == 9:
-            et, n = self.take("<I"), self.take("<Q")
-            return (et, [self.value(et) for _ in range(n)])
-        return self.take(self.SCALAR[t])
-
-
 def read_gguf(path):
-    d = open(path, "rb").read()
-    r = Reader(d)
-    assert d[:4] == b"GGUF"
-    r.p = 4
-    ver, nt, nkv = r.take("<I"), r.take("<Q"), r.take("<Q")
-    kv = {}
-    for _ in range(nkv):
-        k = r.string()
-        t = r.take("<I")
-        kv[k] = (t, r.value(t))
-    tensors = []
-    for _ in range(nt):
-        name = r.string()
-        nd = r.take("<I")
-        ne = [r.take("<Q") for _ in range(nd)]
-        tensors.append((name, ne, r.take("<I"), r.take("<Q")))
-    align = kv.get("general.alignment", (4, 32))[1]
-    data_off = (r.p + align - 1) // align * align
-    return ver, kv, tensors, data_off, d
+    """(version, {key: (type, value; an array (element type, [values]))},
+    [(name, ne, type, data offset)], data start, the bytes), from the GGUF
+    spec (tests/tools/gguf_table.py)."""
+    g = gguf_table.read_gguf(path)
+    kv = {k: (t, (et, g.kv[k]) if et is not None else g.kv[k]) for k, (t, et) in g.kv_types.items()}
+    tensors = [(n, g.tensors[n].dims, g.tensors[n].type, g.tensors[n].offset - g.data_start) for n in g.order]
+    return g.version, kv, tensors, g.data_start, g.data
 
 
 def llama_names():

@@ -43,6 +43,41 @@ def expect_error(path, needle, label, extra=True):
                             f"(want exit 1 and one line with {needle!r})")
 
 
+def n_of(shape):
+    n = 1
+    for x in shape:
+        n *= x
+    return n
+
+
+def check_resident(label, j, want):
+    """inspect --json's resident bytes per tensor and in total against want
+    {name: bytes}, counted here from the format (the loader's rule: a matrix
+    stays in its type where its data is aligned for it, every vector and an
+    unaligned matrix become f32; Q8_0 is 34 bytes per 32 weights), and the
+    text table's total row."""
+    got = {t["name"]: t.get("resident_bytes") for t in j["tensors"]}
+    if got != want:
+        bad = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
+        failures.append(f"inspect {label}: resident bytes (got, want) {dict(list(bad.items())[:6])}")
+    if j.get("resident_bytes") != sum(want.values()) or j.get("tensor_bytes") != sum(t["bytes"] for t in j["tensors"]):
+        failures.append(f"inspect {label}: totals {j.get('tensor_bytes')} {j.get('resident_bytes')}, "
+                        f"want resident {sum(want.values())}")
+    r = run(["inspect", j["path"]])
+    tot = [x.split() for x in r.stdout.splitlines() if x.strip().startswith("total ")]
+    if tot != [["total", str(j.get("tensor_bytes")), "bytes", str(sum(want.values())), "resident"]]:
+        failures.append(f"inspect {label}: text total row {tot}")
+
+
+def safetensors_table(path):
+    """{(file offset of the data, shape): dtype} from the safetensors header."""
+    d = open(path, "rb").read()
+    n = struct.unpack_from("<Q", d, 0)[0]
+    h = json.loads(d[8:8 + n])
+    return {(8 + n + v["data_offsets"][0], tuple(v["shape"])): v["dtype"]
+            for k, v in h.items() if k != "__metadata__"}
+
+
 def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,6 +107,21 @@ def main():
                 failures.append(f"inspect {form}: matrix types {types}")
             if form == "v2" and "dequantized to f32" not in j.get("note", ""):
                 failures.append(f"inspect v2 does not say the int8 groups are dequantized: {j.get('note')!r}")
+            check_resident(form, j, {t["name"]: 4 * n_of(t["shape"]) for t in j["tensors"]})
+        # ak42 v2 with groups of 32 and rows of 32k: its matrices run as Q8_0
+        w32, cfg32 = lf.random_llama(rng, 32, 64, 2, 4, 2, 10, False)
+        p = os.path.join(tmp, "v2-32.bin")
+        open(p, "wb").write(lf.v2_bytes(w32, cfg32, 6, 32)[0])
+        r = run(["inspect", "--json", p])
+        if r.returncode != 0:
+            failures.append(f"inspect v2 gs 32: exit {r.returncode}: {r.stderr.strip()}")
+        else:
+            j = json.loads(r.stdout)
+            names = {t["name"]: tuple(t["shape"]) for t in j["tensors"]}
+            if names != {k: x.shape for k, x in w32.items()}:
+                failures.append(f"inspect v2 gs 32: tensors {names}")
+            check_resident("v2 gs 32", j, {k: n_of(x.shape) // 32 * 34 if x.ndim == 2 else 4 * x.size
+                                           for k, x in w32.items()})
         folder = os.path.join(tmp, "hf")
         lf.write_hf_folder(folder, w, cfg, 6, "BF16")
         r = run(["inspect", "--json", folder])
@@ -79,10 +129,31 @@ def main():
             failures.append(f"inspect HF: exit {r.returncode}: {r.stderr.strip()}")
         else:
             j = json.loads(r.stdout)
-            if (j["rope_pairs"], j["n_kv_head"], j["resident_bytes"]) != ("halves", 2, 2 * n_el):
+            # resident: the BF16 matrices as they are, the norms as f32 (check_resident below)
+            n_vec = sum(x.size for x in w.values() if x.ndim == 1)
+            if (j["rope_pairs"], j["n_kv_head"], j["resident_bytes"]) != ("halves", 2, 2 * n_el + 2 * n_vec):
                 failures.append(f"inspect HF: {j['rope_pairs']}, {j['n_kv_head']}, {j['resident_bytes']}")
             if {t["type"] for t in j["tensors"]} != {"BF16"}:
                 failures.append(f"inspect HF: types {[t['type'] for t in j['tensors']]}")
+        for dt, size in (("BF16", 2), ("F32", 4)):
+            folder = os.path.join(tmp, "hf-" + dt)
+            lf.write_hf_folder(folder, w, cfg, 6, dt)
+            table = safetensors_table(os.path.join(folder, "model.safetensors"))
+            r = run(["inspect", "--json", folder])
+            if r.returncode != 0:
+                failures.append(f"inspect HF {dt}: exit {r.returncode}: {r.stderr.strip()}")
+                continue
+            j = json.loads(r.stdout)
+            want = {}
+            for t in j["tensors"]:
+                at = (t["offset"], tuple(t["shape"]))
+                if table.get(at) != dt:
+                    failures.append(f"inspect HF {dt}: {t['name']} at {at} is not a {dt} tensor of the file")
+                in_place = len(t["shape"]) == 2 and at[0] % size == 0
+                want[t["name"]] = size * n_of(t["shape"]) if in_place else 4 * n_of(t["shape"])
+            if len(j["tensors"]) != len(table):
+                failures.append(f"inspect HF {dt}: {len(j['tensors'])} tensors, the file has {len(table)}")
+            check_resident("HF " + dt, j, want)
 
         # the same model converted to a llama GGUF (tokenizer.bin given): inspect reads the GGUF side
         tokp = os.path.join(tmp, "tok.bin")
@@ -98,6 +169,20 @@ def main():
                    (j.get("tokenizer") or {}).get("model"), (j.get("tokenizer") or {}).get("n_tokens"))
             if got != ("llama", 2, "adjacent", False, "llama", 10):
                 failures.append(f"inspect of the converted GGUF: exit {r.returncode}, {got} {r.stderr.strip()}")
+            elif j:
+                check_resident("converted GGUF", j, {t["name"]: 4 * n_of(t["shape"]) for t in j["tensors"]})
+        # the 32-wide model as a q8_0 GGUF: matrices stay Q8_0, vectors f32
+        gq = os.path.join(tmp, "m32-q8.gguf")
+        r = run(["convert", os.path.join(tmp, "v2-32.bin"), "--tokenizer", tokp, "-o", gq, "--dtype", "q8_0"])
+        r = run(["inspect", "--json", gq]) if r.returncode == 0 else r
+        if r.returncode != 0:
+            failures.append(f"convert/inspect a q8_0 llama GGUF: {r.stderr.strip()}")
+        else:
+            j = json.loads(r.stdout)
+            if {t["type"] for t in j["tensors"] if len(t["shape"]) == 2} != {"Q8_0"}:
+                failures.append(f"q8_0 llama GGUF: matrix types {[t['type'] for t in j['tensors']]}")
+            check_resident("q8_0 GGUF", j, {t["name"]: n_of(t["shape"]) // 32 * 34 if len(t["shape"]) == 2
+                                            else 4 * n_of(t["shape"]) for t in j["tensors"]})
 
         # ---- hostile files
         small_w, small_cfg = lf.random_llama(rng, 8, 12, 1, 2, 1, 6, True)

@@ -17,8 +17,12 @@ permutes Q and K rows to what a HF checkpoint of the same model holds.
 import json
 import os
 import struct
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import gguf_table  # noqa: E402
 
 MAGIC = 0x616B3432  # "ak42" packed as a little-endian u32
 
@@ -296,53 +300,9 @@ def tokenizer_bin_bytes(n):
 
 
 def read_gguf_f32(data):
-    """A minimal GGUF v2/v3 reader from the spec: {name: float32 array in
-    numpy order} for the F32 tensors, and the metadata scalars/strings."""
-    off = 0
+    """A GGUF v2/v3 read from the spec (tests/tools/gguf_table.py): the
+    metadata {key: value} and {name: float32 array in numpy order} for the
+    F32 tensors."""
+    g = gguf_table.parse(data)
+    return g.kv, {n: gguf_table.f32(g, n) for n, t in g.tensors.items() if t.type == 0}
 
-    def take(fmt):
-        nonlocal off
-        v = struct.unpack_from("<" + fmt, data, off)
-        off += struct.calcsize("<" + fmt)
-        return v[0] if len(v) == 1 else v
-
-    def string():
-        nonlocal off
-        n = take("Q")
-        s = data[off:off + n].decode("utf-8", "replace")
-        off += n
-        return s
-
-    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-
-    def value(t):
-        if t == 8:
-            return string()
-        if t == 9:
-            at, n = take("I"), take("Q")
-            return [value(at) for _ in range(n)]
-        return take(scalar[t])
-
-    assert data[:4] == b"GGUF"
-    off = 4
-    take("I")
-    n_t, n_kv = take("Q"), take("Q")
-    meta = {}
-    for _ in range(n_kv):
-        k = string()
-        meta[k] = value(take("I"))
-    infos = []
-    for _ in range(n_t):
-        name = string()
-        nd = take("I")
-        ne = [take("Q") for _ in range(nd)]
-        typ, toff = take("I"), take("Q")
-        infos.append((name, ne, typ, toff))
-    align = meta.get("general.alignment", 32)
-    base = off + (-off % align)
-    out = {}
-    for name, ne, typ, toff in infos:
-        if typ == 0:
-            n = int(np.prod(ne))
-            out[name] = np.frombuffer(data, np.float32, n, base + toff).reshape(list(reversed(ne)))
-    return meta, out
