@@ -18,7 +18,11 @@ ratios of interleaved runs (medians):
        first event arrives with a batch and the window misses its time;
  2. --parallel 2 -t 2: two streams at once, aggregate tokens/s (from the
     first request sent to the last event), vs one stream on a --parallel 1
-    -t 2 server (target >= 1.6x) and vs one stream on the same server.
+    -t 2 server (target >= 1.6x) and vs one stream on the same server;
+    b. where that window goes, by CPU time (schedstat): the server's for
+       both streams against one stream's alone, this client's own (it runs
+       on the same cores), the skews of the requests' starts and ends, and
+       the aggregate that server + client CPU on the cores would allow.
 
 Loopback only; SERVE_BENCH_ROUNDS rounds (default 7); a few seconds each.
 
@@ -91,8 +95,9 @@ def cpu_delta_s(before, after):
     return sum(ns - before.get(t, 0) for t, ns in after.items()) * 1e-9
 
 
-def stream(port, seed, n, out, pid=None):
-    """Appends (tokens, t_sent, t_first_event, t_last_event, server CPU s)."""
+def stream(port, seed, n, out, pid=None, snaps=None):
+    """Appends (tokens, t_sent, t_first_event, t_last_event, server CPU s);
+    with snaps (and pid), also the server's cpu_ns at the last event."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     c.connect()
     body = dict(prompt=PROMPT, max_tokens=n, seed=seed, stream=True)
@@ -117,6 +122,8 @@ def stream(port, seed, n, out, pid=None):
             t_last = time.perf_counter()
             break
     cpu1 = cpu_ns(pid) if pid else {}  # the connection's thread is still there
+    if snaps is not None:
+        snaps.append(cpu1)
     c.close()
     out.append((k, t_sent, t_first, t_last, cpu_delta_s(cpu0, cpu1)))
 
@@ -127,13 +134,27 @@ def one(port, n=N, pid=None):
     return out[0]
 
 
-def two_streams(port):
-    out = []
-    ths = [threading.Thread(target=stream, args=(port, s, N, out)) for s in (1, 2)]
+def two_streams(port, pid=None, detail=None):
+    """Aggregate tokens/s of two streams at once. With pid and a detail list,
+    also appends (server CPU s over both streams, this client's CPU s, the
+    requests' start skew s, their last events' skew s): where the window goes
+    (a connection's thread ends with it, so each stream snapshots every
+    thread at its last event and the latest snapshot of each thread counts)."""
+    out, snaps = [], []
+    before = cpu_ns(pid) if pid else {}
+    c0 = time.process_time()
+    ths = [threading.Thread(target=stream, args=(port, s, N, out, pid, snaps if pid else None)) for s in (1, 2)]
     for t in ths:
         t.start()
     for t in ths:
         t.join()
+    c1 = time.process_time()
+    if pid and detail is not None:
+        last = {}
+        for sn in snaps:
+            for t, ns in sn.items():
+                last[t] = max(ns, last.get(t, 0))
+        detail.append((cpu_delta_s(before, last), c1 - c0, abs(out[0][1] - out[1][1]), abs(out[0][3] - out[1][3])))
     return sum(o[0] for o in out) / (max(o[3] for o in out) - min(o[1] for o in out))
 
 
@@ -179,7 +200,7 @@ def main():
     s12 = Server(EXE, extra + ["--parallel", "1", "-t", "2"])
     s22 = Server(EXE, extra + ["--parallel", "2", "-t", "2"])
     R = {k: [] for k in ("gen_wall", "srv_wall", "gen_cpu", "srv_cpu", "srv_window", "gen2_wall", "srv2_wall",
-                         "par", "one12", "one22", "gen_rate", "load")}
+                         "par", "one12", "one22", "gen_rate", "load", "two_detail", "one22_cpu")}
     try:
         one(s1.port), one(s12.port), one(s22.port)  # warm: first requests page the weights in
         for _ in range(ROUNDS):  # interleaved
@@ -201,6 +222,9 @@ def main():
             R["par"].append(two_streams(s22.port))
             k, t0, tf, tl, _ = one(s22.port)
             R["one22"].append(k / (tl - t0))
+            # where the two streams' time goes (CPU time: meaningful under load)
+            two_streams(s22.port, s22.proc.pid, R["two_detail"])
+            R["one22_cpu"].append(one(s22.port, N, s22.proc.pid)[4])
     finally:
         for s in (s1, s12, s22):
             s.proc.terminate()
@@ -227,6 +251,15 @@ def main():
     print("2. --parallel 2 -t 2, two streams: %.0f tok/s aggregate (first request to last event) = %.2fx one stream on "
           "--parallel 1 -t 2 (%.0f tok/s; target >= 1.6x), %.2fx one stream on the same server"
           % (med(R["par"]), med(R["par"]) / med(R["one12"]), med(R["one12"]), med(R["par"]) / med(R["one22"])))
+    d = R["two_detail"]
+    srv2, cli2 = med(x[0] for x in d), med(x[1] for x in d)
+    print("2b. where the two streams' time goes (CPU time, every thread): the server %.2f ms for both (%.2f ms for one "
+          "stream alone: %.2fx), this client %.2f ms; the requests start %.2f ms apart and end %.2f ms apart; "
+          "if one stream's window were its server CPU and the two streams' were server + client CPU spread over %d "
+          "cores, two streams would give %.2fx one (an estimate of what 2. can reach that the load moves little)"
+          % (1e3 * srv2, 1e3 * med(R["one22_cpu"]), srv2 / med(R["one22_cpu"]), 1e3 * cli2, 1e3 * med(x[2] for x in d),
+             1e3 * med(x[3] for x in d), min(2, os.cpu_count()),
+             2 * med(R["one22_cpu"]) / ((srv2 + cli2) / min(2, os.cpu_count()))))
 
 
 if __name__ == "__main__":

@@ -260,6 +260,14 @@ tinygpt_status tinygpt_set_head_mask(tinygpt *m, const uint8_t *mask);
 /* Writes the current mask to mask[L * H] (all 1 when none is set). */
 tinygpt_status tinygpt_get_head_mask(const tinygpt *m, uint8_t *mask);
 
+/* fn(ctx) is asked at the start of every forward pass m runs from now on
+ * (NULL: never): a non-zero answer makes the call running it (an eval, a
+ * generation step, tinygpt_run_quality / _heads / _agreement ...) return
+ * TINYGPT_ERR_INTERRUPTED, so that a long analysis can be cancelled (a
+ * server's client went away) within one pass. fn runs on the calling
+ * thread; the KV cache keeps what the passes before it computed. */
+tinygpt_status tinygpt_set_interrupt(tinygpt *m, int (*fn)(void *ctx), void *ctx);
+
 /* ==== the KV cache ======================================================== */
 
 /* tinygpt_n_past (above) is its current length P. */

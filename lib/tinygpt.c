@@ -477,6 +477,12 @@ tinygpt_status tinygpt_set_head_mask(tinygpt *m, const uint8_t *mask) {
     return TINYGPT_OK;
 }
 
+tinygpt_status tinygpt_set_interrupt(tinygpt *m, int (*fn)(void *ctx), void *ctx) {
+    if (!m) return TINYGPT_ERR_ARG;
+    tg_gpt_set_interrupt(m->gpt, fn, ctx);
+    return TINYGPT_OK;
+}
+
 tinygpt_status tinygpt_get_head_mask(const tinygpt *m, uint8_t *mask) {
     size_t n = (size_t)m->info.n_layer * (size_t)m->info.n_head;
     if (m->head_mask) memcpy(mask, m->head_mask, n);

@@ -299,6 +299,11 @@ void tg_kv_snapshot_free(tg_kv_snapshot *s) {
     free(s);
 }
 
+void tg_gpt_set_interrupt(tg_gpt *g, int (*fn)(void *ctx), void *ctx) {
+    g->interrupt = fn;
+    g->interrupt_ctx = ctx;
+}
+
 void tg_gpt_set_probe(tg_gpt *g, const tg_probe *probe) {
     if (probe) {
         g->probe_store = *probe;
@@ -451,6 +456,8 @@ tg_status tg_gpt_forward(tg_gpt *g, const int *tokens, int T, int pos, float *lo
         if (tokens[t] < 0 || tokens[t] >= c->n_vocab)
             return tg_fail(err, TG_ERR_ARG, "gpt: token %d at index %d is outside [0, %d)",
                            tokens[t], t, c->n_vocab);
+    if (g->interrupt && g->interrupt(g->interrupt_ctx))
+        return tg_fail(err, TG_ERR_INTERRUPTED, "gpt: interrupted by the caller");
     tg_status s = reserve(g, T, err);
     if (s) return s;
     int E = c->n_embd, V = c->n_vocab;

@@ -134,6 +134,11 @@ void tg_kv_snapshot_free(tg_kv_snapshot *s);
 /* Attaches (or, with NULL, detaches) a probe. */
 void tg_gpt_set_probe(tg_gpt *g, const tg_probe *probe);
 
+/* fn(ctx) is asked at the start of every later forward pass (NULL: never);
+ * non-zero makes that pass return TG_ERR_INTERRUPTED with the cache
+ * unchanged, so a long analysis (many passes) stops within one pass. */
+void tg_gpt_set_interrupt(tg_gpt *g, int (*fn)(void *ctx), void *ctx);
+
 /* Head ablation for the comparison tools: mask[L*H] over query heads, 0
  * zeroes that head's output before the projection; NULL keeps every head.
  * Copied. */

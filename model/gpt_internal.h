@@ -51,6 +51,8 @@ struct tg_gpt {
     tg_probe probe_store;
     const tg_probe *probe; /* &probe_store, or NULL when off */
     uint8_t *head_mask;    /* [L*H], or NULL: every head on */
+    int (*interrupt)(void *ctx); /* asked before each forward pass; NULL: never */
+    void *interrupt_ctx;
 };
 
 /* att[T, H·HS] = causal attention of the T queries q (row t at q + t·ldq,

@@ -38,6 +38,14 @@ static int failures;
 
 static const char *outdir;
 
+/* tinygpt_set_interrupt's hook: counts the passes it is asked about and
+ * answers 1 from the (interrupt_after+1)-th on. */
+static int interrupt_after, interrupt_asked;
+static int interrupt_fn(void *ctx) {
+    int *asked = ctx;
+    return ++*asked > interrupt_after;
+}
+
 static void write_file(const char *name, const void *p, size_t size, size_t n) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", outdir, name);
@@ -496,6 +504,23 @@ int main(int argc, char **argv) {
                   "head %d: only-head loss %.12g vs %.12g", i, h->only_loss, qa.nats_per_token);
         }
         tinygpt_set_head_mask(m, NULL);
+        tinygpt_head_analysis_free(ha);
+        /* an interrupt: the head analysis (dozens of passes) stops at the pass
+         * after the one the hook first answers 1 for, and runs whole once it
+         * is removed */
+        interrupt_after = 3, interrupt_asked = 0;
+        ha = NULL;
+        CHECK(tinygpt_set_interrupt(m, interrupt_fn, &interrupt_asked) == TINYGPT_OK &&
+                  tinygpt_run_heads(m, ids, n, &ho, &ha) == TINYGPT_ERR_INTERRUPTED && !ha &&
+                  interrupt_asked == 4 && strstr(tinygpt_last_error(m), "interrupted"),
+              "interrupted heads: asked %d times (want 4), %s", interrupt_asked,
+              tinygpt_last_error(m));
+        CHECK(tinygpt_run_quality(m, ids, n, 0, &q) == TINYGPT_ERR_INTERRUPTED,
+              "quality interrupted too");
+        CHECK(tinygpt_set_interrupt(m, NULL, NULL) == TINYGPT_OK &&
+                  tinygpt_run_heads(m, ids, n, &ho, &ha) == TINYGPT_OK && ha &&
+                  interrupt_asked == 5,
+              "heads after the interrupt is removed: %s", tinygpt_last_error(m));
         tinygpt_head_analysis_free(ha);
         /* a model agrees with itself */
         tinygpt *m3 = NULL;

@@ -5,7 +5,7 @@ that reproduce `tinygpt generate` exactly, echo + logprobs (the prompt's
 log-probabilities) against PyTorch (tests/serve/torch_ref.py), /v1/attention
 against the CLI's own attention dump, /v1/compare against `tinygpt compare
 --json` field by field, every error path, the bounded queue (503 + Retry-After),
---api-key (401), a client that disconnects (its generation stops), and
+--api-key (401), a client that disconnects (its generation or compare stops), and
 SIGTERM (in-flight work ends within the bound, exit 0)."""
 import http.client
 import json
@@ -230,6 +230,19 @@ def main():
         freed = wait_busy(port, 0, 3.0)
         ck.check(busy and freed, "%s client closes mid-generation: its slot is free after %.2f s (the whole would take ~100 s)"
                  % ("a streaming" if stream else "a", time.time() - t0))
+    # /v1/compare too: ~19k tokens at head_tokens 8192 is ~10-20 s of passes
+    # (two models, every head ablated); the interrupt stops it within one
+    s = socket.create_connection(("127.0.0.1", port))
+    body = json.dumps(dict(text=COMPARE_TEXT * 40, head_tokens=8192)).encode()
+    s.sendall(b"POST /v1/compare HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    busy = wait_busy(port, 2)
+    time.sleep(0.2)
+    t0 = time.time()
+    s.close()
+    freed = wait_busy(port, 0, 3.0)
+    ck.check(busy and freed, "a client closes mid-compare: both slots are free after %.2f s" % (time.time() - t0))
+    st, h, b = request(port, "POST", "/v1/compare", dict(text=COMPARE_TEXT), timeout=120)
+    ck.check(st == 200 and len(json.loads(b)["models"]) == 2, "and a compare after it runs whole (%d)" % st)
     st, h, b = request(port, "POST", "/v1/completions", dict(prompt="x", max_tokens=3))
     ck.check(st == 200, "and the server keeps serving")
     srv.stop_check(ck, "first server")

@@ -264,6 +264,21 @@ static int client_gone(struct MHD_Connection *c) {
 
 static int past_grace(server *s) { return s->stopping && now_s() > s->cancel_at; }
 
+/* The library's interrupt hook for a long request (the compare's analyses
+ * are hundreds of forward passes): asked before each pass, it stops the
+ * work when the client has gone or the grace after a signal has passed. */
+typedef struct cancel_ctx {
+    struct MHD_Connection *c;
+    server *s;
+    int gone;
+} cancel_ctx;
+
+static int cancel_check(void *p) {
+    cancel_ctx *x = p;
+    if (client_gone(x->c)) x->gone = 1;
+    return x->gone || past_grace(x->s);
+}
+
 /* ---- completions -------------------------------------------------------- */
 
 /* Checks the prompt against the model; 0 or an error sent (-1 via *ret). */
@@ -1087,6 +1102,8 @@ static enum MHD_Result do_compare(struct MHD_Connection *c, server *s, const cha
             return busy(c, s);
         }
     }
+    cancel_ctx cx = {c, s, 0};
+    for (int i = 0; i < nm; i++) tinygpt_set_interrupt(sl[i]->m, cancel_check, &cx);
     int *ids[2] = {NULL, NULL};
     size_t n_ids[2] = {0, 0};
     tinygpt_quality q[2];
@@ -1120,7 +1137,12 @@ static enum MHD_Result do_compare(struct MHD_Connection *c, server *s, const cha
             failed = 1;
         }
     }
-    for (int i = 0; i < nm; i++) release(s, sl[i]);
+    for (int i = 0; i < nm; i++) {
+        tinygpt_set_interrupt(sl[i]->m, NULL, NULL); /* the slot's next user starts clean */
+        release(s, sl[i]);
+    }
+    if (failed && e.status == 500 && !cx.gone && past_grace(s)) /* interrupted at the deadline */
+        serve_fail(&e, 503, "", "the server is shutting down");
     if (!failed) {
         sb_fmt(&b, "{\"window\":%d,\"head_tokens\":%d,\"seed\":%llu,\"models\":[", N, r.head_tokens,
                (unsigned long long)r.seed);
@@ -1144,6 +1166,7 @@ static enum MHD_Result do_compare(struct MHD_Connection *c, server *s, const cha
         tinygpt_head_analysis_free(ha[i]);
     }
     serve_compare_free(&r);
+    if (failed && cx.gone) return MHD_NO; /* nobody to answer */
     if (failed) return send_error(c, &e);
     return send_json(c, 200, &b);
 }
