@@ -242,6 +242,73 @@ static void gemv_q8_small16(float *y, const small_x *x, const char *w, size_t ld
 }
 #endif
 
+#ifndef GEMV_SMALL_ZMM
+/* ---- Q8_0 at IN = 128 on ymm (AVX2, AVX-VNNI): 8 blocks per reduction ----
+ *
+ * The ymm form of the zmm path below: a unit is 2 rows of 4 blocks; the 8
+ * blocks' int32 lanes (gemv_block) are summed exactly into one ymm of 8
+ * block sums (unpack/add twice, one 128-bit permute/add), then one
+ * conversion, one multiply by the 8 d_w·d_x and two shuffle/adds give each
+ * row's ((b0·s0 + b1·s1) + (b2·s2 + b3·s3)) in lanes 0 and 4. A row's
+ * arithmetic depends on its own lanes only. */
+
+/* rows r0, r1 (4 blocks each, at a and a2): their sums in lanes 0 and 4 */
+ALWAYS_INLINE __m256 small8_rows(int unsig, const char *a, const char *a2, const small_x *x,
+                                 __m256 dx) {
+    const int bs = (int)sizeof(tg_block_q8_0);
+    __m256i acc[8];
+    for (int i = 0; i < 8; i++) {
+        int k = i & 3;
+        acc[i] = gemv_block(0, unsig, (i < 4 ? a : a2) + (size_t)k * bs, x->q[k],
+                            unsig ? x->c[k] : x->q[k]);
+    }
+    __m256i t[4], u[2];
+    for (int i = 0; i < 4; i++)
+        t[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(acc[2 * i], acc[2 * i + 1]),
+                                _mm256_unpackhi_epi32(acc[2 * i], acc[2 * i + 1]));
+    for (int m = 0; m < 2; m++)
+        u[m] = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2 * m], t[2 * m + 1]),
+                                _mm256_unpackhi_epi64(t[2 * m], t[2 * m + 1]));
+    /* lanes 0-3: row 0's blocks 0-3, lanes 4-7: row 1's */
+    __m256i v = _mm256_add_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x20),
+                                 _mm256_permute2x128_si256(u[0], u[1], 0x31));
+    __m128i h = _mm_unpacklo_epi64(small_scales_f16(a, bs, 4), small_scales_f16(a2, bs, 4));
+    __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(_mm256_cvtph_ps(h), dx));
+    __m256 q = _mm256_add_ps(p, _mm256_permute_ps(p, 0xB1));
+    return _mm256_add_ps(q, _mm256_permute_ps(q, 0x4E));
+}
+
+static void gemv_q8_small4_ymm(int unsig, float *y, const small_x *x, const char *w, size_t ldw,
+                               const float *b, int o0, int o1) {
+    const size_t rb = 4 * sizeof(tg_block_q8_0);
+    const __m256 dx = _mm256_setr_m128(_mm_load_ps(x->d), _mm_load_ps(x->d));
+    const __m256i pick = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
+    _Alignas(32) char tail[4 * 4 * sizeof(tg_block_q8_0)];
+    for (int o = o0; o < o1; o += 4) {
+        int n = o1 - o < 4 ? o1 - o : 4;
+        const char *wo = w + (size_t)o * ldw;
+        size_t ld = ldw;
+        if (n < 4) { /* the last rows, with zero rows after them */
+            memset(tail, 0, sizeof tail);
+            for (int i = 0; i < n; i++) memcpy(tail + i * rb, wo + (size_t)i * ldw, rb);
+            wo = tail, ld = rb;
+        }
+        __m256 ra = small8_rows(unsig, wo, wo + ld, x, dx);
+        __m256 rc = small8_rows(unsig, wo + 2 * ld, wo + 3 * ld, x, dx);
+        /* [r0, r2, r0, r2 | r1, r3, r1, r3] -> r0, r1, r2, r3 */
+        __m128 v = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(_mm256_unpacklo_ps(ra, rc), pick));
+        if (n == 4) {
+            if (b) v = _mm_add_ps(v, _mm_loadu_ps(b + o));
+            _mm_storeu_ps(y + o, v);
+        } else {
+            float t[4];
+            _mm_storeu_ps(t, v);
+            for (int i = 0; i < n; i++) y[o + i] = b ? t[i] + b[o + i] : t[i];
+        }
+    }
+}
+#endif
+
 /* the 4 lane sums of a0..a3 (in that order) */
 ALWAYS_INLINE __m128 small_reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
@@ -270,6 +337,11 @@ ALWAYS_INLINE void gemv_q_small_nb(int q4, float *y, const tg_block_q8_0 *xb, co
     if (!q4 && (nb == 4 || nb == 16)) {
         if (nb == 4) gemv_q8_small4(y, &x, w, ldw, b, o0, o1);
         else gemv_q8_small16(y, &x, w, ldw, b, o0, o1);
+        return;
+    }
+#else
+    if (!q4 && nb == 4) {
+        gemv_q8_small4_ymm(unsig, y, &x, w, ldw, b, o0, o1);
         return;
     }
 #endif
