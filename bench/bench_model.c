@@ -392,7 +392,7 @@ static tg_status decode_interleaved(tg_gpt *g, int th, int n_prompt, int steps,
     }
     float *mx = calloc((size_t)max_in, sizeof(float)), *my = malloc((size_t)max_out * sizeof(float));
     double *mm = malloc((size_t)steps * sizeof *mm), *mm_frac = malloc((size_t)steps * sizeof *mm_frac);
-    void *mws = malloc(tg_matmul_ws(TG_WTYPE_Q8_0, 1, max_in) + 64);
+    void *mws = malloc(tg_matmul_ws(TG_WTYPE_Q8_0, 1, max_in, 1) + 64);
     if (!mx || !my || !mm || !mm_frac || !mws) {
         s = tg_fail(err, TG_ERR_NOMEM, "bench: out of memory");
         goto done_mm;

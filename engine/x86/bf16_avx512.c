@@ -33,7 +33,6 @@
  * o0/o1 (nor on the thread count). */
 #include <immintrin.h>
 #include <stdalign.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine/x86/tr8_avx.h"
@@ -122,15 +121,16 @@ TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
 static const tile_fn tiles[BMR + 1] = {NULL,   tile_1, tile_2, tile_3, tile_4,
                                        tile_5, tile_6, tile_7, tile_8};
 
+/* ws: tg_matmul_w_scratch's "BF16 GEMM" (engine/dispatch.c) */
 static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const float *b, int T,
-                      int in, int out, int o0, int o1) {
+                      int in, int out, int o0, int o1, void *ws) {
     int P = (in + 1) / 2;
     size_t ldx = ((size_t)P + 15) / 16 * 16;
-    uint32_t *xb = aligned_alloc(64, sizeof(uint32_t) * ldx * (size_t)T);
-    uint32_t *panel = aligned_alloc(64, sizeof(uint32_t) * (size_t)P * BNR);
-    uint32_t *zero = calloc(ldx + 8, sizeof(uint32_t));
-    /* kernels cannot fail; X's pairs are half the caller's activations */
-    if (!xb || !panel || !zero) abort();
+    char *p = ws;
+    uint32_t *xb = tg_ws_take(&p, sizeof(uint32_t) * ldx * (size_t)T);
+    uint32_t *panel = tg_ws_take(&p, sizeof(uint32_t) * (size_t)P * BNR);
+    uint32_t *zero = tg_ws_take(&p, sizeof(uint32_t) * (ldx + 8));
+    memset(zero, 0, sizeof(uint32_t) * (ldx + 8));
     for (int t = 0; t < T; t++) round_x(xb + (size_t)t * ldx, x + (size_t)t * in, in);
     const int ntiles = (T + BMR - 1) / BMR;
     const size_t row_lines = (ldw + 63) / 64;
@@ -154,15 +154,12 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
                       b ? b + o : NULL, P, nr);
         }
     }
-    free(xb);
-    free(panel);
-    free(zero);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                        int in, int out, int o0, int o1) {
+                        int in, int out, int o0, int o1, void *ws) {
     if (T == 1) tg_gemv_half_avx512(0, y, x, w, ldw, b, in, o0, o1);
-    else gemm_bf16(y, x, w, ldw, b, T, in, out, o0, o1);
+    else gemm_bf16(y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 void tg_kernels_init_bf16_avx512bf16(tg_kernels *k) {
