@@ -48,11 +48,6 @@ void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, in
     matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
-void tg_gemm_wpack_avx2(float *y, const float *x, const float *b, int T, int in, int out, int o0,
-                        int o1, tg_wpack_fn pack, const void *ctx) {
-    gemm(ukernels, y, x, NULL, b, T, in, out, o0, o1, pack, ctx);
-}
-
 /* the f32 column of the typed table (ldw == 4·IN) */
 static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
                          int T, int in, int out, int o0, int o1, void *ws) {

@@ -33,7 +33,7 @@
 #include "engine/x86/x86.h"
 
 #define NR (2 * LANES)
-#define KC TG_GEMM_KC /* k depth of a packed block: a W panel is KC·NR floats (L1) */
+#define KC 256 /* k depth of a packed block: a W panel is KC·NR floats (L1) */
 #define MC 128 /* token rows per packed X block: MC·KC floats (L2) */
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -329,11 +329,8 @@ typedef void (*ukernel_fn)(const float *, const float *, int, float *, size_t, i
 
 /* ---- GEMM driver ---------------------------------------------------------------- */
 
-/* W's panels packed from f32 rows w, or by pack(ctx) where given
- * (tg_wpack_fn, x86.h) */
 static void gemm(const ukernel_fn uk[MR + 1], float *y, const float *x, const float *w,
-                 const float *b, int T, int in, int out, int o0, int o1, tg_wpack_fn pack,
-                 const void *ctx) {
+                 const float *b, int T, int in, int out, int o0, int o1) {
     alignas(64) float xp[(MC + MR - 1) / MR * MR * KC]; /* MR-row panels, the last padded */
     alignas(64) float wp[KC * NR];
     for (int t0 = 0; t0 < T; t0 += MC) {
@@ -344,8 +341,7 @@ static void gemm(const ukernel_fn uk[MR + 1], float *y, const float *x, const fl
             pack_x(xp, x + (size_t)t0 * in + k0, in, mc, kc);
             for (int o = o0; o < o1; o += NR) {
                 int nr = o1 - o < NR ? o1 - o : NR;
-                if (pack) pack(wp, NR, ctx, o, nr, k0, kc);
-                else pack_w(wp, w + (size_t)o * in + k0, (size_t)in, nr, kc);
+                pack_w(wp, w + (size_t)o * in + k0, (size_t)in, nr, kc);
                 const float *bo = last && b ? b + o : NULL;
                 for (int t = 0; t < mc; t += MR) {
                     int mr = mc - t < MR ? mc - t : MR;
@@ -370,6 +366,6 @@ static void matmul_by_shape(const ukernel_fn uk[MR + 1], float *y, const float *
     } else if (T <= FEW_T_MAX) {
         few_tokens(y, x, w, b, T, in, out, o0, o1);
     } else {
-        gemm(uk, y, x, w, b, T, in, out, o0, o1, NULL, NULL);
+        gemm(uk, y, x, w, b, T, in, out, o0, o1);
     }
 }

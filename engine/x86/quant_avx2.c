@@ -9,6 +9,5 @@
 #define DOT32(acc, u, s) \
     (acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
 #define MATMUL_F32 tg_matmul_avx2
-#define GEMM_WPACK tg_gemm_wpack_avx2
 #define SUFFIX avx2
 #include "engine/x86/quant_tmpl.h"

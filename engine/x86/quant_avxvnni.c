@@ -8,7 +8,6 @@
 
 #define DOT32(acc, u, s) (acc) = _mm256_dpbusd_avx_epi32((acc), (u), (s))
 #define MATMUL_F32 tg_matmul_avx2
-#define GEMM_WPACK tg_gemm_wpack_avx2
 #define SUFFIX avxvnni
 
 /* the int8 GEMM's vocabulary: ymm, 3 tokens × 16 rows (12 accumulators of

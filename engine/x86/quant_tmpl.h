@@ -28,11 +28,9 @@
  *
  * Results do not depend on o0/o1: each row is computed by the same
  * operations wherever it falls. */
-#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/x86/tr8_avx.h"
 #include "engine/x86/x86.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -327,41 +325,6 @@ static void decode_rows(tg_wtype t, float *dst, const char *w, size_t ldw, int i
     }
 }
 
-/* W's rows o..o+nr-1, columns k0..k0+kc-1 of type t decoded (exactly) and
- * transposed into the f32 GEMM's panel (tg_wpack_fn): 8 rows at a time
- * into an L1 buffer, then 8 × 8 transposes */
-typedef struct wpack_ctx {
-    tg_wtype t;
-    const char *w;
-    size_t ldw;
-} wpack_ctx;
-
-static void wpack_typed(float *wp, int ldp, const void *ctx, int o, int nr, int k0, int kc) {
-    const wpack_ctx *c = ctx;
-    alignas(32) float tmp[8][TG_GEMM_KC];
-    /* Q8_0/Q4_0: k0 and kc are whole blocks (TG_GEMM_KC and IN are multiples of 32) */
-    size_t off = c->t == TG_WTYPE_F16 || c->t == TG_WTYPE_BF16
-                     ? (size_t)k0 * 2
-                     : (size_t)(k0 / TG_QK) * tg_wtype_row_bytes(c->t, TG_QK);
-    for (int j0 = 0; j0 < ldp; j0 += 8) {
-        int live = nr - j0 < 8 ? nr - j0 : 8;
-        if (live <= 0) {
-            for (int k = 0; k < kc; k++) memset(wp + (size_t)k * ldp + j0, 0, 8 * sizeof(float));
-            continue;
-        }
-        const float *r[8];
-        for (int j = 0; j < 8; j++) {
-            if (j < live) decode_rows(c->t, tmp[j], c->w + off, c->ldw, kc, o + j0 + j, o + j0 + j + 1);
-            else memset(tmp[j], 0, sizeof(float) * (size_t)kc);
-            r[j] = tmp[j];
-        }
-        int k = 0;
-        for (; k + 8 <= kc; k += 8) tg_tr8_avx(wp + (size_t)k * ldp + j0, (size_t)ldp, r, k);
-        for (; k < kc; k++)
-            for (int j = 0; j < 8; j++) wp[(size_t)k * ldp + j0 + j] = tmp[j][k];
-    }
-}
-
 /* ws: tg_matmul_w_scratch's "decode to the f32 GEMM" (engine/dispatch.c) */
 static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
                          const float *b, int T, int in, int out, int o0, int o1, void *ws) {
@@ -378,11 +341,6 @@ static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, siz
         for (int r = 0; r < T; r++)
             tg_dequantize_row(TG_WTYPE_Q8_0, xd + (size_t)r * in, (const char *)x + rb * r, in);
         xf = xd;
-    }
-    if (T > 8 && in > 0) { /* the GEMM (matmul_tmpl.h, T > 8): W decoded straight into its panels */
-        wpack_ctx c = {t, w, ldw};
-        GEMM_WPACK(y, xf, b, T, in, out, o0, o1, wpack_typed, &c);
-        return;
     }
     for (int oc = o0; oc < o1; oc += rows) {
         int nr = o1 - oc < rows ? o1 - oc : rows;

@@ -30,18 +30,5 @@ void tg_gemv_bf16_avx2(float *y, const float *x, const void *w, size_t ldw, cons
 void tg_gemv_half_avx512(int h16, float *y, const float *x, const void *w, size_t ldw,
                          const float *b, int in, int o0, int o1);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
-
-/* The f32 GEMM (T > 8) with W's panels from a packer instead of f32 rows:
- * pack(wp, ldp, ctx, o, nr, k0, kc) writes wp[k·ldp + j] = W[o + j][k0 + k]
- * as f32 for k < kc, j < nr, and 0 for nr <= j < ldp (kc <= TG_GEMM_KC,
- * k0 a multiple of it). Y[T, o0..o1) = X · Wᵀ + b, every output fed k in
- * order as the f32 GEMM's: typed weights decoded straight into the panels
- * (no decoded copy of W). */
-#define TG_GEMM_KC 256
-typedef void (*tg_wpack_fn)(float *wp, int ldp, const void *ctx, int o, int nr, int k0, int kc);
-void tg_gemm_wpack_avx2(float *y, const float *x, const float *b, int T, int in, int out, int o0,
-                        int o1, tg_wpack_fn pack, const void *ctx);
-void tg_gemm_wpack_avx512(float *y, const float *x, const float *b, int T, int in, int out,
-                          int o0, int o1, tg_wpack_fn pack, const void *ctx);
 void tg_kernels_init_train_avx512(tg_kernels *k);
 #endif
