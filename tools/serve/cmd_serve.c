@@ -729,9 +729,10 @@ static enum MHD_Result do_completion(struct MHD_Connection *c, server *s, const 
     serve_error e;
     if (serve_parse_completion(body, len, &s->lim, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_completion_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     slot *sl = acquire(s, me);
     if (!sl) {
@@ -777,9 +778,10 @@ static enum MHD_Result do_tokenize(struct MHD_Connection *c, server *s, const ch
     serve_error e;
     if (serve_parse_tokenize(body, len, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_tokenize_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     slot *sl = acquire(s, me);
     if (!sl) {
@@ -825,9 +827,10 @@ static enum MHD_Result do_detokenize(struct MHD_Connection *c, server *s, const 
     serve_error e;
     if (serve_parse_detokenize(body, len, &s->lim, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_detokenize_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     for (int i = 0; i < r.n_tokens; i++)
         if (r.tokens[i] >= me->info.n_vocab) {
@@ -866,9 +869,10 @@ static enum MHD_Result do_attention(struct MHD_Connection *c, server *s, const c
     serve_error e;
     if (serve_parse_attention(body, len, &s->lim, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_attention_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     int L = me->info.n_layer, H = me->info.n_head, V = me->info.n_vocab;
     for (int i = 0; i < r.n_off; i++)
