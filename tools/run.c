@@ -22,6 +22,13 @@ int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path) {
     return EXIT_OK;
 }
 
+int run_need_vocab(const char *cmd, const char *path, const tg_vocab *vocab, int has_tokenizer_opt) {
+    if (vocab->n_tokens > 0) return EXIT_OK;
+    return cli_error(cmd, "%s holds no tokenizer (a llama2.c checkpoint keeps it in a file of its own): %s", path,
+                     has_tokenizer_opt ? "pass --tokenizer PATH (its tokenizer.bin, a tokenizer.json or a GGUF)"
+                                       : "convert it to GGUF with its tokenizer (tinygpt convert --tokenizer)");
+}
+
 int run_kv_type(const char *cmd, const char *name, tg_wtype *out) {
     *out = TG_WTYPE_F32;
     if (!name || !strcmp(name, "f32")) return EXIT_OK;
@@ -63,6 +70,10 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
         run_close(rc);
         return cli_usage(cmd, "--ctx: %d is outside [%d, %d] (the context of %s)", o->n_ctx,
                          o->ctx_min > 0 ? o->ctx_min : 1, C, model_path);
+    }
+    if ((rt = run_need_vocab(cmd, model_path, &rc->model.vocab, !o->no_tokenizer_opt)) != EXIT_OK) {
+        run_close(rc);
+        return rt;
     }
     if (tg_tokenizer_create(&rc->tok, &rc->model.vocab, &err)) {
         run_close(rc);

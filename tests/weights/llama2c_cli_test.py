@@ -184,6 +184,28 @@ def main():
             check_resident("q8_0 GGUF", j, {t["name"]: n_of(t["shape"]) // 32 * 34 if len(t["shape"]) == 2
                                             else 4 * n_of(t["shape"]) for t in j["tensors"]})
 
+        # a checkpoint holds no tokenizer: every command that encodes text says
+        # so and how to give one (one line, exit 1), inspect says it has none
+        legacy = os.path.join(tmp, "legacy.bin")
+        txt = os.path.join(tmp, "t.txt")
+        open(txt, "w").write("a b c")
+        for cmd, how in ((["generate", "-p", "x", "-n", "1", "-m"], "--tokenizer PATH"),
+                         (["eval", "-f", txt, "-m"], "--tokenizer PATH"),
+                         (["tokenize", "-p", "x", "-m"], "--tokenizer PATH"),
+                         (["attention", "-p", "x", "-m"], "--tokenizer PATH"),
+                         (["compare", "-f", txt, legacy], "convert --tokenizer")):
+            r = run(cmd + [legacy])
+            lines = r.stderr.strip().splitlines()
+            if r.returncode != 1 or len(lines) != 1 or f"{legacy} holds no tokenizer" not in r.stderr or how not in r.stderr:
+                failures.append(f"{cmd[0]} of a checkpoint without --tokenizer: exit {r.returncode}, "
+                                f"stderr {r.stderr.strip()[:300]!r} (want one line naming it, with {how!r})")
+        r = run(["inspect", legacy])
+        if r.returncode != 0 or "tokenizer:     none in the file" not in r.stdout:
+            failures.append(f"inspect of a checkpoint does not say it holds no tokenizer: {r.stdout[:400]!r}")
+        r = run(["generate", "-p", "x", "-n", "1", "--tokenizer", tokp, "-m", legacy])
+        if r.returncode != 0:
+            failures.append(f"generate with --tokenizer: exit {r.returncode}: {r.stderr.strip()[:300]}")
+
         # ---- hostile files
         small_w, small_cfg = lf.random_llama(rng, 8, 12, 1, 2, 1, 6, True)
         forms = {"legacy": lf.legacy_bytes(small_w, small_cfg, 3), "v1": lf.v1_bytes(small_w, small_cfg, 3),
