@@ -108,7 +108,7 @@ int cmd_tokenize(int argc, char **argv) {
     int code = EXIT_OK;
     if (tok_path) { /* the vocabulary alone: no model needed */
         memset(&m, 0, sizeof m);
-        if ((code = run_use_tokenizer(CMD, &m.vocab, tok_path)) != EXIT_OK) {
+        if ((code = run_use_tokenizer(CMD, &m.vocab, tok_path, NULL, 0)) != EXIT_OK) {
             free(text);
             return code;
         }

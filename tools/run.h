@@ -41,9 +41,12 @@ typedef struct run_opts {
  * code after printing a one-line error. */
 int run_kv_type(const char *cmd, const char *name, tg_wtype *out);
 
-/* Replaces *vocab with the one at path (NULL: keeps it). Returns EXIT_OK,
- * or the exit code after printing a one-line error (vocab then unchanged). */
-int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path);
+/* Replaces *vocab with the one at path (NULL: keeps it). With n_vocab > 0
+ * (a model's token ids; vocab is that model's, named model_path) the new one
+ * must fit it: the kind and size of the model's own tokenizer, or when it
+ * has none, n_vocab tokens. Returns EXIT_OK, or the exit code after printing
+ * a one-line error (vocab then unchanged). */
+int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path, const char *model_path, int n_vocab);
 
 /* A model without a vocabulary (a llama2.c checkpoint keeps its tokenizer in
  * a file of its own) cannot encode text: says so and how to give one

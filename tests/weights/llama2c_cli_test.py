@@ -31,7 +31,7 @@ failures, runs = [], 0
 def run(args):
     global runs
     runs += 1
-    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=60)
+    return subprocess.run([EXE] + args, capture_output=True, text=True, errors="replace", timeout=60)
 
 
 def expect_error(path, needle, label, extra=True):
@@ -205,6 +205,31 @@ def main():
         r = run(["generate", "-p", "x", "-n", "1", "--tokenizer", tokp, "-m", legacy])
         if r.returncode != 0:
             failures.append(f"generate with --tokenizer: exit {r.returncode}: {r.stderr.strip()[:300]}")
+        # a tokenizer that is not the model's: refused, not run into garbage (the
+        # checkpoint's ids and the GGUF's own tokenizer: size and kind)
+        tok9 = os.path.join(tmp, "tok9.bin")
+        open(tok9, "wb").write(lf.tokenizer_bin_bytes(9))
+        g2 = os.path.join(tmp, "gpt2.gguf")
+        r = run(["init", "--layers", "1", "--heads", "1", "--embd", "8", "--ctx", "8", "--byte-vocab", "-o", g2])
+        if r.returncode != 0:
+            failures.append(f"init a byte-vocab GPT-2: {r.stderr.strip()}")
+        for model, tk, needle in ((legacy, tok9, "9 tokens, but the model has 10 token ids"),
+                                  (gg, tok9, "9 tokens of SentencePiece-style BPE, but the model's own tokenizer "
+                                             "has 10 of SentencePiece-style BPE"),
+                                  (gg, g2, "257 tokens of gpt2 byte-level BPE, but the model's own tokenizer "
+                                           "has 10 of SentencePiece-style BPE"),
+                                  (g2, tokp, "10 tokens of SentencePiece-style BPE, but the model's own tokenizer "
+                                             "has 257 of gpt2 byte-level BPE")):
+            for cmd in (["generate", "-p", "x", "-n", "1"], ["eval", "-f", txt]):
+                r = run(cmd + ["--tokenizer", tk, "-m", model])
+                if r.returncode != 1 or r.stderr.count("\n") != 1 or needle not in r.stderr \
+                        or f"not a tokenizer of {model}" not in r.stderr:
+                    failures.append(f"{cmd[0]} -m {os.path.basename(model)} --tokenizer {os.path.basename(tk)}: "
+                                    f"exit {r.returncode}, {r.stderr.strip()[:300]!r} (want one line with {needle!r})")
+        for model, tk in ((gg, tokp), (g2, g2)):  # its own tokenizer, given again: fine
+            r = run(["generate", "-p", "x", "-n", "1", "--tokenizer", tk, "-m", model])
+            if r.returncode != 0:
+                failures.append(f"generate -m {os.path.basename(model)} with its own tokenizer: {r.stderr.strip()[:300]}")
 
         # ---- hostile files
         small_w, small_cfg = lf.random_llama(rng, 8, 12, 1, 2, 1, 6, True)
