@@ -177,13 +177,13 @@ table_done:;
     return TG_OK;
 }
 
-/* A llama2.c checkpoint holds no vocabulary: the handle could not encode
- * text, so opening it fails with the way out rather than the tokenizer's
- * "empty vocabulary". */
+/* A llama2.c checkpoint (or a Llama folder without tokenizer.json) holds no
+ * vocabulary: the handle could not encode text, so opening it fails with the
+ * way out rather than the tokenizer's "empty vocabulary". */
 static tg_status need_vocab(const tg_gpt2_model *model, const char *path, tg_err *err) {
     if (model->vocab.n_tokens > 0) return TG_OK;
     return tg_fail(err, TG_ERR_FORMAT,
-                   "%s holds no tokenizer (a llama2.c checkpoint keeps it in a file of its own): "
+                   "%s holds no tokenizer (llama2.c keeps it in tokenizer.bin, Hugging Face in tokenizer.json): "
                    "convert it to GGUF with its tokenizer (tinygpt convert --tokenizer)",
                    path);
 }

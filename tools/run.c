@@ -46,8 +46,8 @@ int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path, const 
 
 int run_need_vocab(const char *cmd, const char *path, const tg_vocab *vocab, int has_tokenizer_opt) {
     if (vocab->n_tokens > 0) return EXIT_OK;
-    return cli_error(cmd, "%s holds no tokenizer (a llama2.c checkpoint keeps it in a file of its own): %s", path,
-                     has_tokenizer_opt ? "pass --tokenizer PATH (its tokenizer.bin, a tokenizer.json or a GGUF)"
+    return cli_error(cmd, "%s holds no tokenizer (llama2.c keeps it in tokenizer.bin, Hugging Face in tokenizer.json): %s",
+                     path, has_tokenizer_opt ? "pass --tokenizer PATH (a tokenizer.bin, tokenizer.json or GGUF)"
                                        : "convert it to GGUF with its tokenizer (tinygpt convert --tokenizer)");
 }
 
