@@ -278,7 +278,12 @@ def main():
         # a legacy header whose sizes are 4 bytes off is not a llama2.c file: said so
         open(p, "wb").write(forms["legacy"][:-4])
         full = len(forms["legacy"])
-        expect_error(p, f"its 7-int header implies {full} bytes, the file has {full - 4}", "legacy 4 bytes short")
+        expect_error(p, f"nor a llama2.c checkpoint (its 7-int header implies {full} bytes, the file has {full - 4})",
+                     "legacy 4 bytes short")
+        # a text file: neither a GGUF nor a checkpoint, both said
+        open(p, "w").write("\n\nGREMIO:\nGood morrow, neighbour Baptista.\n")
+        expect_error(p, "not a GGUF file (magic 0a 0a 47 52, expected 'GGUF'), nor a llama2.c checkpoint (dim ",
+                     "a text file")
 
     for f in failures[:40]:
         print("FAIL:", f)
