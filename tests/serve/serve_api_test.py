@@ -331,6 +331,13 @@ def main():
     m4 = srv.path("shakespeare-4h")
     r = subprocess.run([EXE, "serve", "-m", m4, "-m", m4, "--port", "0"], capture_output=True, text=True)
     ck.check(r.returncode == 2 and "two models" in r.stderr, "two models of one name: usage error")
+    with socket.socket() as taken:  # a port in use: one line (not libmicrohttpd's own as well), exit 1
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        r = subprocess.run([EXE, "serve", "-m", m4, "--port", str(busy)], capture_output=True, text=True, timeout=60)
+        ck.check(r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot listen on 127.0.0.1:%d" % busy in r.stderr,
+                 "a port in use: exit 1, one line: exit %d %r" % (r.returncode, r.stderr))
     return ck.finish()
 
 
