@@ -323,8 +323,9 @@ typedef struct tg_kernels {
     /* ---- The f16 KV cache ---------------------------------------------------
      * The same contracts as attn_decode_gqa and attn_prefill (head-major
      * rows, ldk == hs) with K and V stored as IEEE half: the kernels widen
-     * them to f32 TG_KV16_BLOCK keys at a time into ws (TG_KV16_WS(hs)
-     * floats of caller scratch) and run the f32 code on the block, so a
+     * them to f32 a block of keys at a time into ws (TG_KV16_WS(hs) floats
+     * of caller scratch: TG_KV16_BLOCK keys of K and V, or 2·TG_KV16_BLOCK
+     * of one) and run the f32 code on the block, so a
      * SIMD result is bit-identical to its f32 kernel on the widened K/V
      * (for G == 1 on attn_decode_gqa's chunking). */
     void (*attn_decode_gqa_f16)(float *o, float *p, const float *q, const uint16_t *k,

@@ -100,47 +100,64 @@ static void FN(rope)(float *x, const float *cs, const float *sn, int n_head, int
     }
 }
 
-/* Keys per chunk of the grouped decode: a chunk's K (then V) rows, at most
- * GQA_CH · HS floats, stay in L1 while the G queries of the group use them,
- * so each row comes from memory once per group. */
+/* Keys per chunk of the grouped decode: a chunk's K (then V) rows stay in
+ * L1 while the G queries of the group use them, so each row comes from
+ * memory once per group. The mix accumulates chunk by chunk (its sums, so
+ * its bits, depend on the chunk); a score does not, and 64 is a multiple of
+ * every VL, so the scores may take longer chunks than the mix with the same
+ * bits. Small heads take long chunks: fewer calls, each with fewer tails
+ * (stories260K, HS = 8: one scores call per query up to 512 keys).
+ *   scores, f32 K: up to 4096 floats (16 KB) of K, at least 64 keys
+ *   scores, f16 K: also at most 2·TG_KV16_BLOCK keys (TG_KV16_WS(hs) floats
+ *                  of scratch hold 2·TG_KV16_BLOCK widened rows)
+ *   mix (f32 and f16 alike): 2·TG_KV16_BLOCK keys for HS <= 32, else 64 */
 #define GQA_CH 64
+static inline int FN(gqa_score_ch)(int hs) {
+    const int c = (4096 / hs) & ~(GQA_CH - 1);
+    return c > GQA_CH ? c : GQA_CH;
+}
+static inline int FN(gqa_mix_ch)(int hs) { return hs <= 32 ? 2 * TG_KV16_BLOCK : GQA_CH; }
 
 /* G query heads q[G,HS] over one K/V head (rows hs apart): p[G,P] weights,
  * o[G,HS] outputs. Scores chunk by chunk for every query, softmax per
  * query, then the mix chunk by chunk (accumulated in place). */
 static void FN(attn_decode_gqa)(float *o, float *p, const float *q, const float *k,
                                 const float *v, int n_pos, int hs, int g, float scale) {
-    for (int j0 = 0; j0 < n_pos; j0 += GQA_CH) {
-        const int nk = n_pos - j0 < GQA_CH ? n_pos - j0 : GQA_CH;
+    const int sch = FN(gqa_score_ch)(hs), mch = FN(gqa_mix_ch)(hs);
+    for (int j0 = 0; j0 < n_pos; j0 += sch) {
+        const int nk = n_pos - j0 < sch ? n_pos - j0 : sch;
         for (int r = 0; r < g; r++)
             FN(attn_scores)(p + (size_t)r * n_pos + j0, q + (size_t)r * hs, k + (size_t)j0 * hs,
                             nk, hs, hs, scale);
     }
     for (int r = 0; r < g; r++) FN(softmax)(p + (size_t)r * n_pos, n_pos);
-    for (int j0 = 0; j0 < n_pos; j0 += GQA_CH) {
-        const int nk = n_pos - j0 < GQA_CH ? n_pos - j0 : GQA_CH;
+    for (int j0 = 0; j0 < n_pos; j0 += mch) {
+        const int nk = n_pos - j0 < mch ? n_pos - j0 : mch;
         for (int r = 0; r < g; r++)
             FN(mix)(o + (size_t)r * hs, p + (size_t)r * n_pos + j0, v + (size_t)j0 * hs, nk, hs, hs,
                     1.0f, j0 > 0);
     }
 }
 
-/* attn_decode_gqa over an f16 cache: each chunk of GQA_CH keys widened into
- * ws (K for the scores, then V for the mix), the same chunks and order as
- * above, so the same bits as attn_decode_gqa on the widened K/V. */
+/* attn_decode_gqa over an f16 cache: each chunk of keys widened into ws (K
+ * for the scores, then V for the mix, at most 2·TG_KV16_BLOCK rows each),
+ * the mix's chunks and order as above, so the same bits as attn_decode_gqa
+ * on the widened K/V. */
 static void FN(attn_decode_gqa_f16)(float *o, float *p, const float *q, const uint16_t *k,
                                     const uint16_t *v, int n_pos, int hs, int g, float scale,
                                     float *ws) {
-    _Static_assert(GQA_CH <= TG_KV16_BLOCK, "a chunk fits the f16 scratch");
-    for (int j0 = 0; j0 < n_pos; j0 += GQA_CH) {
-        const int nk = n_pos - j0 < GQA_CH ? n_pos - j0 : GQA_CH;
+    _Static_assert(GQA_CH <= 2 * TG_KV16_BLOCK, "a chunk fits the f16 scratch");
+    const int sch0 = FN(gqa_score_ch)(hs), mch = FN(gqa_mix_ch)(hs);
+    const int sch = sch0 < 2 * TG_KV16_BLOCK ? sch0 : 2 * TG_KV16_BLOCK;
+    for (int j0 = 0; j0 < n_pos; j0 += sch) {
+        const int nk = n_pos - j0 < sch ? n_pos - j0 : sch;
         FN(h2f_row)(ws, k + (size_t)j0 * hs, (size_t)nk * hs);
         for (int r = 0; r < g; r++)
             FN(attn_scores)(p + (size_t)r * n_pos + j0, q + (size_t)r * hs, ws, nk, hs, hs, scale);
     }
     for (int r = 0; r < g; r++) FN(softmax)(p + (size_t)r * n_pos, n_pos);
-    for (int j0 = 0; j0 < n_pos; j0 += GQA_CH) {
-        const int nk = n_pos - j0 < GQA_CH ? n_pos - j0 : GQA_CH;
+    for (int j0 = 0; j0 < n_pos; j0 += mch) {
+        const int nk = n_pos - j0 < mch ? n_pos - j0 : mch;
         FN(h2f_row)(ws, v + (size_t)j0 * hs, (size_t)nk * hs);
         for (int r = 0; r < g; r++)
             FN(mix)(o + (size_t)r * hs, p + (size_t)r * n_pos + j0, ws, nk, hs, hs, 1.0f, j0 > 0);
