@@ -166,3 +166,4 @@ static void gemv_q4_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t
         free(xd);
     }
 }
+

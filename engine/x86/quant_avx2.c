@@ -27,5 +27,24 @@ static void gemv_q4_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t
     ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_ymm((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
 #endif
 
+#ifndef Q8Y_OFF
+static void gemv_q8_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                        const float *b, int nb, int o0, int o1);
+#define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q8_ymm((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+#endif
+
 #include "engine/x86/quant_tmpl.h"
 #include "engine/x86/qgemv_ymm_tmpl.h"
+
+#ifndef Q8Y_OFF
+/* gemv_q with GPT-2's row lengths as constants (the block loop unrolled) */
+static void gemv_q8_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                        const float *b, int nb, int o0, int o1) {
+    switch (nb) {
+    case 24: gemv_q(0, y, xb, w, ldw, b, 24, o0, o1); break;
+    case 96: gemv_q(0, y, xb, w, ldw, b, 96, o0, o1); break;
+    default: gemv_q(0, y, xb, w, ldw, b, nb, o0, o1); break;
+    }
+}
+#endif
