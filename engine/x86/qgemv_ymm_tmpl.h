@@ -1,39 +1,37 @@
-/* qgemv_ymm_tmpl.h — the Q8_0/Q4_0 decode GEMVs for long rows on ymm
- * without AVX-512 (plain AVX2: quant_avx2.c; AVX-VNNI: quant_avxvnni.c),
- * included after quant_tmpl.h (h2f, scales8_f16, DOT32 are that file's);
- * quant_tmpl.h reaches them through its GEMV_Q4_WIDE / GEMV_Q8_WIDE hooks.
+/* qgemv_ymm_tmpl.h — the Q4_0 decode GEMV for long rows on ymm without
+ * AVX-512 or VNNI (quant_avx2.c only), included after quant_tmpl.h (h2f,
+ * hsum8 are that file's), which reaches it through its GEMV_Q4_WIDE hook.
  *
- *   y[o0..o1) = W[OUT, IN] · x + b,  x as Q8_0 blocks, IN a multiple of 256
+ *   y[o0..o1) = W[OUT, IN] · x + b,  W in Q4_0, x as Q8_0 blocks,
+ *   IN a multiple of 256 (groups of 8 blocks)
  *
- * Measured on Zen 5 (2 vCPU, 2026-12-03): vpmaddubsw, vpmaddwd and the FMAs
- * share two pipes, vcvtdq2ps and the shifts two others, vpsignb and the
- * lane permutes sit across both; so the per-block work is counted in those.
+ * Measured on Zen 5 (2 vCPU, 2026-12-03, ymm throughput of single
+ * instructions): vpmaddubsw, vpmaddwd and the FMAs share two pipes,
+ * vcvtdq2ps and the shifts two others, vpsignb and the lane permutes sit
+ * across both. The one-block GEMV (gemv_q) spends a shift, an and, a
+ * vpmaddubsw, a vpmaddwd, an add, a conversion and an FMA per 18-byte block.
  *
- * Q4_0 (gemv_q4_ymm): two blocks per ymm. A pair's 32 nibble bytes are two
- * loads and a dword blend (the low 128 bits of a load at block k's quants,
- * the high 128 bits of a load 2 bytes later, which start at block k+1's:
- * only bytes of the two blocks are read); the low nibbles of both blocks
- * and the high nibbles (one shift) are multiplied by x's bytes laid out to
- * match (xlo: elements 0..15 of block k | of block k+1, xhi: 16..31) and
- * summed into 8 int32 lanes, 4 per block, each starting at -8·Σ of its 8 x
- * bytes (the nibble offset), so exactly Σ (q - 8)·x. DOT_NIB2 is that sum:
- * without VNNI two vpmaddubsw added in int16 (a lane of one is at most
- * 2·15·128 = 3840 in magnitude, of the two 7680: no saturation for any
- * bytes) and one vpmaddwd, where the one-block GEMV spent a vpmaddubsw and a
- * vpmaddwd per block; with VNNI two vpdpbusd. Then one conversion and one FMA
- * per pair, the scales d_w·d_x of 8 blocks in a register and the pair's
- * taken by one vpermps.
- *
- * Q8_0 (gemv_q8_ymm, plain AVX2 only): the sign trick per block as gemv_q
- * (|w|, x·sign(w), vpmaddubsw + vpmaddwd), but four rows per pass sharing
- * x's block in a register, the rows' scales d_w·d_x computed one pass ahead
- * (so no FMA waits on the gather of the scales), and one horizontal
- * reduction for the four rows.
+ * Here two blocks per ymm: blocks k and k+4 of a group of 8 (k = 0..3). The
+ * pair's 32 quant bytes are two loads and a dword blend (the low 128 bits
+ * of a load at block k's quants, the high 128 bits of a load ending at block
+ * k+4's last byte: only bytes of the group are read); the low nibbles of
+ * both blocks and the high ones (one shift) are multiplied by x's bytes laid
+ * out to match (xlo: elements 0..15 of block k | of block k+4, xhi: 16..31)
+ * and summed into 8 int32 lanes, 4 per block, each starting at -8·Σ of its 8
+ * x bytes (the nibble offset), so exactly Σ (q - 8)·x. DOT_NIB2 is that sum:
+ * two vpmaddubsw added in int16 (a lane of one is at most 2·15·128 = 3840 in
+ * magnitude, of the two 7680: no saturation for any bytes) and one
+ * vpmaddwd. Then one conversion and one FMA per pair; the scales d_w·d_x of
+ * the group's 8 blocks in a register (the f16 scales from four 32-byte
+ * loads), the pair's [d_k ×4 | d_k+4 ×4] taken by one in-lane vpermilps.
+ * Q4Y_ROWS (2) rows per pass share x's vectors, one hadd reduction for
+ * them (4 rows were 3-5% faster from L2 in one loaded run, not measured
+ * from DRAM: kept at 2, the measured and tested setting).
  *
  * Each row is computed by the same operations wherever it falls (a pass of
- * fewer than four rows computes its rows as a pass of four does), so
- * results do not depend on o0/o1; against the reference only the order of
- * the f32 sums differs. */
+ * fewer than four rows repeats its last row in the unused slots and stores
+ * only its own), so results do not depend on o0/o1; against the reference
+ * only the order of the f32 sums differs. */
 
 #define YMM_STACK_BLOCKS 512 /* x prepared on the stack up to IN = 16384 */
 
@@ -73,10 +71,7 @@ ALWAYS_INLINE __m128 ymm_reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 
 /* y[o..o+n) (n <= 4) of a pass over Q4Y_ROWS rows: rows past n repeat row
  * o + n - 1 (computed, not stored), so every row sees the same operations */
-#ifndef Q4Y_SCALES
-#define Q4Y_SCALES(p) q4_scales8(p)
-#endif
-#ifndef Q4Y_ROWS
+#ifndef Q4Y_ROWS /* 1, 2 or 4 */
 #define Q4Y_ROWS 2
 #endif
 ALWAYS_INLINE void q4y_pass(float *y, const char *w, size_t ldw, const float *b, const int nb,
@@ -93,7 +88,7 @@ ALWAYS_INLINE void q4y_pass(float *y, const char *w, size_t ldw, const float *b,
         __m256 s8[4];
         const __m256 xd8 = _mm256_load_ps(xd + k);
         for (int r = 0; r < Q4Y_ROWS; r++)
-            s8[r] = _mm256_mul_ps(_mm256_cvtph_ps(Q4Y_SCALES(wr[r] + (size_t)k * sizeof(tg_block_q4_0))), xd8);
+            s8[r] = _mm256_mul_ps(_mm256_cvtph_ps(q4_scales8(wr[r] + (size_t)k * sizeof(tg_block_q4_0))), xd8);
 #define Q4Y_PAIR(j)                                                                                \
     do {                                                                                           \
         const __m256i xl = xlo[k / 2 + (j)], xh = xhi[k / 2 + (j)], c = xc[k / 2 + (j)];          \
