@@ -1,5 +1,6 @@
 /* quant_avx2.c — the typed-weight kernels with AVX2 + FMA + F16C: integer
- * block dots on vpmaddubsw + vpmaddwd (quant_tmpl.h). */
+ * block dots on vpmaddubsw + vpmaddwd (quant_tmpl.h), and the long-row
+ * decode GEMVs of qgemv_ymm_tmpl.h. */
 #include <immintrin.h>
 
 #include "engine/x86/x86.h"
@@ -8,6 +9,42 @@
  * int16: |w|·|x| <= 128·127, two of them fit) */
 #define DOT32(acc, u, s) \
     (acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
+/* acc += Σ of 4 adjacent u1·s1 and 4 u2·s2 products per int32 lane, u1 and
+ * u2 at most 15 (nibbles): the two vpmaddubsw added in int16 (each lane at
+ * most 2·15·128 in magnitude, the sum 7680) before one vpmaddwd */
+#define DOT_NIB2(acc, u1, s1, u2, s2)                                                        \
+    (acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16((u1), (s1)), \
+                                                                       _mm256_maddubs_epi16((u2), (s2))), \
+                                                      _mm256_set1_epi16(1)))
 #define MATMUL_F32 tg_matmul_avx2
 #define SUFFIX avx2
+
+/* the long-row GEMVs (qgemv_ymm_tmpl.h): rows of 8·k blocks, k > 2 */
+static void gemv_q4_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                        const float *b, int nb, int o0, int o1);
+#ifndef Q4Y_OFF
+#define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_ymm((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+#endif
+
+#ifndef Q8Y_OFF
+static void gemv_q8_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                        const float *b, int nb, int o0, int o1);
+#define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q8_ymm((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+#endif
+
 #include "engine/x86/quant_tmpl.h"
+#include "engine/x86/qgemv_ymm_tmpl.h"
+
+#ifndef Q8Y_OFF
+/* gemv_q with GPT-2's row lengths as constants (the block loop unrolled) */
+static void gemv_q8_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                        const float *b, int nb, int o0, int o1) {
+    switch (nb) {
+    case 24: gemv_q(0, y, xb, w, ldw, b, 24, o0, o1); break;
+    case 96: gemv_q(0, y, xb, w, ldw, b, 96, o0, o1); break;
+    default: gemv_q(0, y, xb, w, ldw, b, nb, o0, o1); break;
+    }
+}
+#endif

@@ -313,6 +313,37 @@ Test(matmul_w, gemv_long_rows) {
     }
 }
 
+/* The integer GEMVs at the edges of their int16 and int32 ranges: Q4_0
+ * nibbles all 0, all 15 or mixed against x bytes all -128, all 127 or
+ * alternating (the AVX2 long-row GEMV adds two vpmaddubsw results in int16
+ * before vpmaddwd: 2·(2·15·128) = 7680 at most, and its -8·Σx corrections
+ * 2·(2·8·128); a saturation anywhere would show here), on row lengths of
+ * each GEMV (short rows, long rows of 8·k blocks on the stack and on the
+ * heap, and others) and a tail pass of 3 rows. */
+Test(matmul_w, q4_0_gemv_extremes) {
+    tg_engine ref, eng[TG_ISA_COUNT];
+    ck_engine_ref(&ref);
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int ins[] = {512, 768, 800, 3072, 16640};
+    static const uint8_t nib[] = {0x00, 0xff, 0x0f, 0xf0, 0x8f};
+    static const int8_t xs[][2] = {{-128, -128}, {127, 127}, {-128, 127}, {127, -128}};
+    for (int a = 0; a < LEN(ins); a++)
+        for (int p = 0; p < LEN(nib); p++)
+            for (int q = 0; q < LEN(xs); q++) {
+                tcase c = tc_new(&r, TG_WTYPE_Q4_0, 1, ins[a], 7, (p + q) & 1);
+                int nb = ins[a] / 32;
+                for (int o = 0; o < c.out; o++)
+                    for (int k = 0; k < nb; k++) /* row o % 2 == 1: the nibbles swapped */
+                        memset(c.w + (size_t)o * c.ldw + (size_t)k * 18 + 2,
+                               o % 2 ? (uint8_t)(nib[p] << 4 | nib[p] >> 4) : nib[p], 16);
+                for (int k = 0; k < nb; k++)
+                    for (int j = 0; j < 32; j++) ((tg_block_q8_0 *)c.xq)[k].qs[j] = xs[q][j % 2];
+                check_case(&ref, eng, n_eng, &c, 0, c.out);
+                tc_free(&c);
+            }
+}
+
 /* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): the
  * prefill token counts 3, 17, 128 against rows 1, 3, 17, 50 and lengths
  * around the pair and 32-wide steps, odd ones included. */
