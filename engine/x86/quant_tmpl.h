@@ -376,8 +376,12 @@ static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1) {
     if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else if (T == 1) {
+#ifdef GEMV_Q8_WIDE /* the ISA's GEMV for long rows, where it has one */
+        if (GEMV_Q8_WIDE(y, x, w, ldw, b, in / TG_QK, o0, o1)) return;
+#endif
+        gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
+    } else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
