@@ -320,7 +320,7 @@ static void bench_matmul_w(bench_ctx *bc) {
                 snprintf(shape, sizeof shape, "%s %s %d>%d T=%d", tg_wtype_name(t),
                          shapes[s].what, in, out, T);
                 if (bc->only_shape && !strstr(shape, bc->only_shape)) continue;
-                size_t rb = tg_wtype_row_bytes(t, in), nws = tg_matmul_ws(t, T, in);
+                size_t rb = tg_wtype_row_bytes(t, in), nws = tg_matmul_ws(t, T, in, bc->max_threads);
                 char *wq = tg_alloc_large(rb * out);
                 m.ws = nws ? malloc(nws) : NULL;
                 if (!wq || (nws && !m.ws)) {
@@ -432,7 +432,7 @@ static void bench_gemv_dram(bench_ctx *bc) {
         }
         char *buf = tg_alloc_large(total);
         float *row = bench_alloc(3072);
-        void *ws = malloc(tg_matmul_ws(t, 1, 3072) + 64);
+        void *ws = malloc(tg_matmul_ws(t, 1, 3072, 1) + 64);
         if (!buf || !ws) {
             fprintf(stderr, "bench: out of memory\n");
             exit(1);

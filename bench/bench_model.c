@@ -16,6 +16,10 @@
  *              DRAM roofline as gpt2-small (target >= 85%), prefill alone.
  *
  *   bench_model [--quick] [--only tiny|gpt2|stories15m] [-t 1,2] [--isa ISA]
+ *   bench_model ... --dtype f32,bf16,f32,bf16 --prefill 128,512 [--no-decode]
+ *              prefill of each length; every type other than f32 also as a
+ *              ratio to the latest f32 prefill of the same shape, threads
+ *              and length in this run (issue #15's target: >= 2x)
  *   bench_model --model FILE [--quick] [-t 1,2]   (decode and prefill of a
  *                                                  checkpoint, e.g. one from
  *                                                  `tinygpt init`)
@@ -388,7 +392,7 @@ static tg_status decode_interleaved(tg_gpt *g, int th, int n_prompt, int steps,
     }
     float *mx = calloc((size_t)max_in, sizeof(float)), *my = malloc((size_t)max_out * sizeof(float));
     double *mm = malloc((size_t)steps * sizeof *mm), *mm_frac = malloc((size_t)steps * sizeof *mm_frac);
-    void *mws = malloc(tg_matmul_ws(TG_WTYPE_Q8_0, 1, max_in) + 64);
+    void *mws = malloc(tg_matmul_ws(TG_WTYPE_Q8_0, 1, max_in, 1) + 64);
     if (!mx || !my || !mm || !mm_frac || !mws) {
         s = tg_fail(err, TG_ERR_NOMEM, "bench: out of memory");
         goto done_mm;
@@ -432,77 +436,129 @@ done:
     return s;
 }
 
-/* Decode against the DRAM roofline and prefill against OpenBLAS, for a model
- * with a context of at least 128. */
-static void bench_big(bench_model *b, const int *threads, int n_threads, const char *isa,
-                      int quick) {
-    const tg_gpt2_config *c = &b->m.cfg;
-    int n_prompt = 64, steps = quick ? 24 : 64, T = c->n_ctx < 1024 ? c->n_ctx / 2 : 512;
-    for (int ti = 0; ti < n_threads; ti++) {
-        int th = threads[ti];
-        tg_gpt *g = make_gpt(b, th, isa);
-        tg_err err;
-        /* bytes of one decode step at the mean position of the timed run */
-        tg_opcost k = tg_opcost_forward(c, 1, n_prompt + steps / 2, 1);
-        double bytes = k.weight_bytes + typed_bytes_delta(&b->m) + k.kv_bytes;
-        decode_vs_dram d = {0};
-        if (decode_interleaved(g, th, n_prompt, steps, &d, &err)) {
-            fprintf(stderr, "bench_model: %s\n", err.msg);
-            exit(1);
-        }
-        /* Medians of the interleaved samples, and best against best. */
-        double rate = 1 / d.med_step_s, roof = d.med_gbs * 1e9 / bytes;
-        printf("decode   %d thread%s %-6s %6.2f tok/s | DRAM %5.1f GB/s, %.0f MB/token -> "
-               "roofline %6.2f tok/s | %5.1f%% of roofline (target 85%%) | best step vs best "
-               "pass: %.2f tok/s, %.1f GB/s, %.1f%%",
-               th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), rate, d.med_gbs,
-               bytes * 1e-6, roof, 100 * rate / roof, 1 / d.best_step_s, d.best_gbs,
-               100 * (bytes / d.best_step_s) / (d.best_gbs * 1e9));
-        if (th == 1) printf(" | by CPU time %.2f tok/s", steps / d.cpu_s);
-        printf("\n");
-        printf("         the step's matmuls alone: %.2f ms for %.0f MB, %5.1f%% of roofline; "
-               "the rest of the step %.2f ms (%.1f%% of it)\n",
-               1e3 * d.med_mm_s, d.mm_bytes * 1e-6, 100 * d.mm_frac,
-               1e3 * (d.med_step_s - d.med_mm_s), 100 * (1 - d.med_mm_s / d.med_step_s));
+/* --prefill T,...: the prefill lengths (default: one, half the context up
+ * to 512); --no-decode skips the decode figures. */
+static int prefill_T[8], n_prefill, no_decode;
 
-        int *tok = malloc((size_t)T * sizeof *tok);
-        float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
-        for (int i = 0; i < T; i++) tok[i] = (i * 31) % c->n_vocab;
-        double best = INFINITY, best_cpu = INFINITY;
-        for (int r = 0; r < (quick ? 2 : 4); r++) {
-            double s0 = now(), c0 = cpu_now();
-            forward(g, tok, T, 0, logits);
-            double t = now() - s0, ct = cpu_now() - c0;
-            best = t < best ? t : best;
-            best_cpu = ct < best_cpu ? ct : best_cpu;
-        }
-        tg_opcost f = tg_opcost_forward(c, T, 0, 1);
-        printf("prefill  %d thread%s %-6s %d tokens in %.3f s, %7.1f tok/s, %6.1f GFLOP/s",
-               th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), T, best, T / best,
-               f.flops / best * 1e-9);
+/* The f32 prefill rates measured so far in this run, by model shape,
+ * thread count and T: each other type's prefill prints its ratio to the
+ * latest one (list the types as f32,q8_0,f32,q8_0 to interleave them). */
+typedef struct f32_rate {
+    int arch, n_layer, n_embd, n_vocab, threads, T;
+    double rate, cpu_rate;
+} f32_rate;
+static f32_rate f32_rates[64];
+static int n_f32_rates;
+
+static f32_rate *f32_rate_find(const tg_gpt2_config *c, int th, int T, int add) {
+    for (int i = 0; i < n_f32_rates; i++) {
+        f32_rate *r = &f32_rates[i];
+        if (r->arch == (int)c->arch && r->n_layer == c->n_layer && r->n_embd == c->n_embd &&
+            r->n_vocab == c->n_vocab && r->threads == th && r->T == T)
+            return r;
+    }
+    if (!add || n_f32_rates == (int)(sizeof f32_rates / sizeof f32_rates[0])) return NULL;
+    f32_rate *r = &f32_rates[n_f32_rates++];
+    *r = (f32_rate){(int)c->arch, c->n_layer, c->n_embd, c->n_vocab, th, T, 0, 0};
+    return r;
+}
+
+/* One prefill of T tokens into an empty cache, best of a few (more for
+ * short ones), against OpenBLAS (f32 GPT-2) and against the f32 prefill
+ * of this run (other types). */
+static void bench_prefill(bench_model *b, tg_gpt *g, int th, int T, int quick) {
+    const tg_gpt2_config *c = &b->m.cfg;
+    int *tok = malloc((size_t)T * sizeof *tok);
+    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+    for (int i = 0; i < T; i++) tok[i] = (i * 31) % c->n_vocab;
+    double best = INFINITY, best_cpu = INFINITY;
+    int reps = (quick ? 2 : 4) * (T < 512 ? 512 / T : 1);
+    for (int r = 0; r < reps; r++) {
+        double s0 = now(), c0 = cpu_now();
+        forward(g, tok, T, 0, logits);
+        double t = now() - s0, ct = cpu_now() - c0;
+        best = t < best ? t : best;
+        best_cpu = ct < best_cpu ? ct : best_cpu;
+    }
+    tg_opcost f = tg_opcost_forward(c, T, 0, 1);
+    printf("prefill  %d thread%s %-6s %d tokens in %.3f s, %7.1f tok/s, %6.1f GFLOP/s",
+           th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), T, best, T / best,
+           f.flops / best * 1e-9);
+    /* f32 matrices: no byte differs from 4 per weight */
+    int is_f32 = typed_bytes_delta(&b->m) == 0;
+    if (is_f32) {
+        f32_rate *r = f32_rate_find(c, th, T, 1);
+        if (r) r->rate = T / best, r->cpu_rate = T / best_cpu;
+    }
 #ifdef TG_HAVE_OPENBLAS
-        /* sgemm needs f32 weights, and the baseline knows GPT-2's matmuls only */
-        if (b->m.cfg.arch != TG_ARCH_GPT2 || b->m.w.layers[0].up_w.type != TG_WTYPE_F32) {
-            printf(" | by CPU time %.3f s\n", best_cpu);
-            fflush(stdout);
-            free(tok);
-            free(logits);
-            tg_gpt_free(g);
-            continue;
-        }
+    /* sgemm needs f32 weights, and the baseline knows GPT-2's matmuls only */
+    if (b->m.cfg.arch == TG_ARCH_GPT2 && is_f32) {
         double blas_cpu, blas = blas_prefill_time(b, T, th, quick ? 2 : 4, &blas_cpu);
         printf(" | OpenBLAS sgemm (same matmuls) %.3f s | ratio %.2f (target 0.8)", blas,
                blas / best);
         if (th == 1)
             printf(" | by CPU time %.3f s vs %.3f s: ratio %.2f", best_cpu, blas_cpu,
                    blas_cpu / best_cpu);
-        printf("\n");
+    } else
+        printf(" | by CPU time %.3f s", best_cpu);
 #else
-        printf(" | (no OpenBLAS baseline)\n");
+    printf(" | by CPU time %.3f s | (no OpenBLAS baseline)", best_cpu);
 #endif
-        fflush(stdout);
-        free(tok);
-        free(logits);
+    if (!is_f32) {
+        f32_rate *r = f32_rate_find(c, th, T, 0);
+        if (r)
+            printf(" | vs f32 of this run %.2fx (f32 %.1f tok/s; by CPU time %.2fx)",
+                   (T / best) / r->rate, r->rate, (T / best_cpu) / r->cpu_rate);
+        else
+            printf(" | vs f32: none measured before in this run");
+    }
+    printf("\n");
+    fflush(stdout);
+    free(tok);
+    free(logits);
+}
+
+/* Decode against the DRAM roofline and prefill against OpenBLAS, for a model
+ * with a context of at least 128. */
+static void bench_big(bench_model *b, const int *threads, int n_threads, const char *isa,
+                      int quick) {
+    const tg_gpt2_config *c = &b->m.cfg;
+    int n_prompt = 64, steps = quick ? 24 : 64, T_default = c->n_ctx < 1024 ? c->n_ctx / 2 : 512;
+    for (int ti = 0; ti < n_threads; ti++) {
+        int th = threads[ti];
+        tg_gpt *g = make_gpt(b, th, isa);
+        tg_err err;
+        if (!no_decode) {
+            tg_opcost k = tg_opcost_forward(c, 1, n_prompt + steps / 2, 1);
+            double bytes = k.weight_bytes + typed_bytes_delta(&b->m) + k.kv_bytes;
+            decode_vs_dram d = {0};
+            if (decode_interleaved(g, th, n_prompt, steps, &d, &err)) {
+                fprintf(stderr, "bench_model: %s\n", err.msg);
+                exit(1);
+            }
+            /* Medians of the interleaved samples, and best against best. */
+            double rate = 1 / d.med_step_s, roof = d.med_gbs * 1e9 / bytes;
+            printf("decode   %d thread%s %-6s %6.2f tok/s | DRAM %5.1f GB/s, %.0f MB/token -> "
+                   "roofline %6.2f tok/s | %5.1f%% of roofline (target 85%%) | best step vs best "
+                   "pass: %.2f tok/s, %.1f GB/s, %.1f%%",
+                   th, th == 1 ? " " : "s", tg_isa_name(tg_gpt_engine(g)->isa), rate, d.med_gbs,
+                   bytes * 1e-6, roof, 100 * rate / roof, 1 / d.best_step_s, d.best_gbs,
+                   100 * (bytes / d.best_step_s) / (d.best_gbs * 1e9));
+            if (th == 1) printf(" | by CPU time %.2f tok/s", steps / d.cpu_s);
+            printf("\n");
+            printf("         the step's matmuls alone: %.2f ms for %.0f MB, %5.1f%% of roofline; "
+                   "the rest of the step %.2f ms (%.1f%% of it)\n",
+                   1e3 * d.med_mm_s, d.mm_bytes * 1e-6, 100 * d.mm_frac,
+                   1e3 * (d.med_step_s - d.med_mm_s), 100 * (1 - d.med_mm_s / d.med_step_s));
+        }
+        for (int pi = 0; pi < (n_prefill ? n_prefill : 1); pi++) {
+            int T = n_prefill ? prefill_T[pi] : T_default;
+            if (T > c->n_ctx) {
+                printf("prefill  %d tokens: more than the context (%d), skipped\n", T, c->n_ctx);
+                continue;
+            }
+            bench_prefill(b, g, th, T, quick);
+        }
         tg_gpt_free(g);
     }
 }
@@ -553,6 +609,23 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtypes = argv[++i];
+        else if (!strcmp(argv[i], "--no-decode")) no_decode = 1;
+        else if (!strcmp(argv[i], "--prefill") && i + 1 < argc) {
+            n_prefill = 0;
+            for (char *s = argv[++i]; *s && n_prefill < 8;) {
+                prefill_T[n_prefill] = (int)strtol(s, &s, 10);
+                if (prefill_T[n_prefill] < 2 || prefill_T[n_prefill] > 1 << 16) {
+                    fprintf(stderr, "bench_model: --prefill: token counts in [2, 65536]\n");
+                    return 2;
+                }
+                n_prefill++;
+                if (*s == ',') s++;
+                else if (*s) {
+                    fprintf(stderr, "bench_model: --prefill: a list of token counts, e.g. 128,512\n");
+                    return 2;
+                }
+            }
+        }
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             n_threads = 0;
             for (char *s = argv[++i]; *s && n_threads < 8;) {
@@ -561,7 +634,8 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2 | --model FILE] "
-                            "[-t 1,2] [--isa ISA] [--small-pages] [--dtype f32,q8_0,...] [--kv-type f32|f16]\n");
+                            "[-t 1,2] [--isa ISA] [--small-pages] [--dtype f32,q8_0,...] [--kv-type f32|f16] "
+                            "[--prefill 128,512] [--no-decode]\n");
             return 2;
         }
     }

@@ -1,5 +1,7 @@
 /* dispatch.c — fill the kernel table: the C reference first, then the arch
  * upgrades up to the chosen ISA (dav1d's pattern). */
+#include <stdint.h>
+
 #include "engine/engine.h"
 
 tg_status tg_engine_init(tg_engine *e, tg_isa isa, tg_err *err) {
@@ -35,8 +37,42 @@ void tg_matmul(const tg_engine *e, tg_pool *pool, float *y, const float *x,
     tg_parallel_for(pool, out, TG_ROW_BLOCK, work, matmul_range, &j);
 }
 
-size_t tg_matmul_ws(tg_wtype t, int T, int in) {
+#define WS_ALIGN 64
+static size_t ws_round(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
+
+/* The prefill kernels' scratch, each carved in order from ws (64-aligned
+ * pieces, hence the slack):
+ *   decode to the f32 GEMM (x86 and NEON quant_*_tmpl.h: F16, BF16, and the
+ *     integer types without an integer GEMM): max(~2 MiB, 16 rows) of W
+ *     rows as f32, and for the integer types X's blocks as f32 [T, IN]
+ *   the integer GEMM (x86 qgemm_tmpl.h, NEON qgemm_neon_tmpl.h): X's block
+ *     scales and corrections (8 bytes per block of each row) and one packed
+ *     panel of at most 32 rows (36 bytes per block and row)
+ *   the BF16 GEMM (x86 bf16_avx512.c): X as bfloat16 pairs, rows padded to
+ *     16 pairs, one panel of 32 rows' pairs, and one zero row (+ 8 pairs)
+ * tests/engine/test_quant.c runs every kernel on exactly this many bytes
+ * with guard bytes after them. */
+size_t tg_matmul_w_scratch(tg_wtype t, int T, int in) {
+    if (t == TG_WTYPE_F32 || (unsigned)t >= TG_WTYPE_COUNT || T <= 1 || in <= 0) return 0;
+    size_t Tz = (size_t)T, n = (size_t)in, nb = n / TG_QK, P = (n + 1) / 2;
+    int q8 = tg_wtype_q8_act(t);
+    size_t dec = size_max((size_t)512 * 1024 * sizeof(float), (size_t)TG_ROW_BLOCK * n * sizeof(float));
+    if (q8) dec += Tz * n * sizeof(float);
+    size_t qg = q8 ? Tz * nb * 8 + nb * (TG_QK + 4) * 32 : 0;
+    size_t bg = t == TG_WTYPE_BF16 ? Tz * (P + 16) * 4 + P * 32 * 4 + (P + 24) * 4 : 0;
+    return size_max(dec, size_max(qg, bg)) + 4 * WS_ALIGN;
+}
+
+static size_t xq_bytes(tg_wtype t, int T, int in) {
     return tg_wtype_q8_act(t) ? (size_t)T * tg_wtype_row_bytes(TG_WTYPE_Q8_0, in) : 0;
+}
+
+size_t tg_matmul_ws(tg_wtype t, int T, int in, int n_threads) {
+    size_t per = tg_matmul_w_scratch(t, T, in), xq = xq_bytes(t, T, in);
+    if (!per && !xq) return 0;
+    if (n_threads < 1) n_threads = 1;
+    return WS_ALIGN + ws_round(xq) + (size_t)n_threads * ws_round(per);
 }
 
 typedef struct matmul_w_job {
@@ -46,13 +82,15 @@ typedef struct matmul_w_job {
     const tg_weight *w;
     const float *b;
     int T;
+    char *scratch;   /* worker ith's at scratch + ith·per (NULL: none) */
+    size_t per;
 } matmul_w_job;
 
 static void matmul_w_range(void *ctx, int o0, int o1, int ith) {
-    (void)ith;
     const matmul_w_job *j = ctx;
+    void *ws = j->scratch ? j->scratch + (size_t)ith * j->per : NULL;
     j->e->k.matmul_w[j->w->type](j->y, j->x, j->w->data, j->w->row_bytes, j->b, j->T,
-                                 j->w->cols, j->w->rows, o0, o1);
+                                 j->w->cols, j->w->rows, o0, o1, ws);
 }
 
 void tg_matmul_w(const tg_engine *e, tg_pool *pool, float *y, const float *x,
@@ -62,14 +100,15 @@ void tg_matmul_w(const tg_engine *e, tg_pool *pool, float *y, const float *x,
         tg_matmul(e, pool, y, x, w->data, b, T, in, out);
         return;
     }
-    matmul_w_job j = {e, y, x, w, b, T};
-    if (tg_wtype_q8_act(w->type)) {
+    char *base = (char *)(((uintptr_t)ws + WS_ALIGN - 1) & ~(uintptr_t)(WS_ALIGN - 1));
+    size_t per = ws_round(tg_matmul_w_scratch(w->type, T, in)), xq = xq_bytes(w->type, T, in);
+    matmul_w_job j = {e, y, x, w, b, T, per ? base + ws_round(xq) : NULL, per};
+    if (xq) {
         /* one quantization of X, shared by every column range */
         size_t row = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
         for (int t = 0; t < T; t++)
-            e->k.quantize_q8_0((tg_block_q8_0 *)((char *)ws + (size_t)t * row),
-                               x + (size_t)t * in, in);
-        j.x = ws;
+            e->k.quantize_q8_0((tg_block_q8_0 *)(base + (size_t)t * row), x + (size_t)t * in, in);
+        j.x = base;
     }
     /* decode streams W's bytes; prefill is flops (as tg_matmul) */
     double work = T == 1 ? (double)w->row_bytes * out : 2.0 * T * (double)in * out;

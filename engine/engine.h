@@ -173,10 +173,13 @@ typedef struct tg_kernels {
      * from the reference only in the order of those f32 sums (and where
      * an fma rounds once a product and a sum the reference rounds twice;
      * the x86 prefill GEMM with VNNI, engine/x86/qgemm_tmpl.h). Same range
-     * rules as matmul (results independent of o0/o1). */
+     * rules as matmul (results independent of o0/o1). ws is scratch of
+     * tg_matmul_w_scratch(type, T, IN) bytes, 64-byte aligned, for this call
+     * alone (packed panels, X prepared for the GEMM): a prefill allocates
+     * nothing per matmul. NULL where that size is 0. */
     void (*matmul_w[TG_WTYPE_COUNT])(float *y, const void *x, const void *w, size_t ldw,
                                      const float *b, int T, int in, int out, int o0,
-                                     int o1);
+                                     int o1, void *ws);
 
     /* q[N/32] = x[N] quantized to Q8_0 blocks (tg_quantize_row's rule for
      * Q8_0, bit for bit on every ISA): the activations of the integer
@@ -402,12 +405,25 @@ void tg_matmul(const tg_engine *e, tg_pool *pool, float *y, const float *x,
                const float *w, const float *b, int T, int in, int out);
 
 /* Y[T,OUT] = X[T,IN] · Wᵀ + b for a typed weight (IN = w->cols, OUT =
- * w->rows), split over the pool by output columns. The integer types first
- * quantize X into ws (tg_matmul_ws bytes; NULL is fine when that is 0).
- * F32 is exactly tg_matmul. */
+ * w->rows), split over the pool by output columns. ws is caller scratch of
+ * tg_matmul_ws(w->type, T, IN, tg_pool_size(pool)) bytes (any alignment;
+ * NULL is fine when that is 0): the integer types' X quantized once, then
+ * each worker's tg_matmul_w_scratch. F32 is exactly tg_matmul. */
 void tg_matmul_w(const tg_engine *e, tg_pool *pool, float *y, const float *x,
                  const tg_weight *w, const float *b, int T, void *ws);
-/* Scratch bytes tg_matmul_w needs for T rows of IN inputs of type t. */
-size_t tg_matmul_ws(tg_wtype t, int T, int in);
+/* Scratch bytes tg_matmul_w needs for T rows of IN inputs of type t on
+ * n_threads workers. */
+size_t tg_matmul_ws(tg_wtype t, int T, int in, int n_threads);
+/* Scratch bytes one call of tg_kernels.matmul_w needs for T rows of IN
+ * inputs of type t, on any ISA's kernels (a bound over them all; 0 for F32
+ * and for T == 1). */
+size_t tg_matmul_w_scratch(tg_wtype t, int T, int in);
+/* For kernels: the next `bytes` of scratch at *p (64-byte aligned when *p
+ * is), *p moved past them rounded up to 64. */
+static inline void *tg_ws_take(char **p, size_t bytes) {
+    void *r = *p;
+    *p += (bytes + 63) / 64 * 64;
+    return r;
+}
 
 #endif

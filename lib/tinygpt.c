@@ -177,6 +177,17 @@ table_done:;
     return TG_OK;
 }
 
+/* A llama2.c checkpoint (or a Llama folder without tokenizer.json) holds no
+ * vocabulary: the handle could not encode text, so opening it fails with the
+ * way out rather than the tokenizer's "empty vocabulary". */
+static tg_status need_vocab(const tg_gpt2_model *model, const char *path, tg_err *err) {
+    if (model->vocab.n_tokens > 0) return TG_OK;
+    return tg_fail(err, TG_ERR_FORMAT,
+                   "%s holds no tokenizer (llama2.c keeps it in tokenizer.bin, Hugging Face in tokenizer.json): "
+                   "convert it to GGUF with its tokenizer (tinygpt convert --tokenizer)",
+                   path);
+}
+
 tinygpt_status tinygpt_open(tinygpt **out, const char *path, const tinygpt_options *opts,
                             char *errbuf) {
     *out = NULL;
@@ -199,6 +210,7 @@ tinygpt_status tinygpt_open(tinygpt **out, const char *path, const tinygpt_optio
         s = tg_fail(&m->err, TG_ERR_ARG, "tinygpt: kv_type '%.40s' is not one of f32, f16",
                     opts->kv_type);
     } else if (!(s = tg_model_load(&m->model, path, 0, &m->err)) &&
+               !(s = need_vocab(&m->model, path, &m->err)) &&
                !(s = tg_tokenizer_create(&m->tok, &m->model.vocab, &m->err)) &&
                !(s = tg_gpt_create(&m->gpt, &m->model, &go, &m->err))) {
         s = tg_sampler_create(&m->sampler, &sp, m->model.cfg.n_vocab, &m->err);

@@ -69,10 +69,17 @@ static tg_status reserve(tg_gpt *g, int T, tg_err *err) {
     g->tmp = alloc_floats(n * E);
     g->up = alloc_floats(n * F);
     g->act = alloc_floats(n * F);
-    /* the largest IN is E, F or H·HS; any matrix may be an integer type */
+    /* the largest IN is E, F or H·HS; any matrix may be of any type: the
+     * typed matmuls' scratch for the largest (X's Q8_0 blocks, each worker's
+     * packed panels), so that no matmul allocates */
     size_t in = E > F ? E : F;
     in = in > Q ? in : Q;
-    size_t ws = tg_matmul_ws(TG_WTYPE_Q8_0, cap, (int)in / TG_QK * TG_QK);
+    size_t ws = 0;
+    for (int t = 0; t < TG_WTYPE_COUNT; t++) {
+        int n = tg_wtype_q8_act((tg_wtype)t) ? (int)in / TG_QK * TG_QK : (int)in;
+        size_t b = tg_matmul_ws((tg_wtype)t, cap, n, tg_pool_size(g->pool));
+        ws = b > ws ? b : ws;
+    }
     g->xq = alloc_floats(ws / sizeof(float) + 1);
     if (!g->x || !g->xn || !g->qkv || !g->att || !g->tmp || !g->up || !g->act || !g->xq) {
         free_activations(g);

@@ -44,7 +44,8 @@ struct tg_gpt {
     float *up;     /* [T, F]  MLP hidden (GPT-2 pre-GELU; Llama x·w3ᵀ) */
     float *act;    /* [T, F]  GELU(up), or Llama's silu(x·w1ᵀ)·up */
     float *p;      /* [n_threads, G·C] attention weights (unfused path, GQA decode) */
-    void *xq;      /* [T, max(E,F,H·HS)/32] Q8_0 blocks: the integer matmuls' activations */
+    void *xq;      /* tg_matmul_w's scratch (tg_matmul_ws, the largest over the types): the
+                    * integer matmuls' Q8_0 activations, then each worker's panels */
 
     float *rope_cos, *rope_sin; /* Llama: [C, D/2] per position and pair */
 

@@ -336,6 +336,16 @@ static int remove_stale(const char *path) {
     return n;
 }
 
+char *cli_side_path(const char *out, const char *suffix) {
+    size_t n = strlen(out);
+    if (n > 5 && !strcmp(out + n - 5, ".gguf")) n -= 5;
+    char *p = malloc(n + strlen(suffix) + 1);
+    if (!p) return NULL;
+    memcpy(p, out, n);
+    strcpy(p + n, suffix);
+    return p;
+}
+
 int cli_out_check(const char *cmd, const char *flag, const char *path) {
     if (!*path) return cli_usage(cmd, "%s: the output path is empty", flag);
     struct stat st;

@@ -170,6 +170,11 @@ int cli_out_finish(cli_outfile *o, tg_err *err);
  * older than cli_start) are removed first. Prints the error naming flag;
  * returns its exit code, or 0. */
 int cli_out_check(const char *cmd, const char *flag, const char *path);
+
+/* OUT with its ".gguf" suffix (if any) replaced by suffix ("m.gguf", ".csv":
+ * "m.csv"; "m", ".csv": "m.csv"): the files written beside a model (train's
+ * checkpoint, loss CSV and SVG). Malloc'd; NULL when out of memory. */
+char *cli_side_path(const char *out, const char *suffix);
 /* Called first by main: the time before which a temporary is stale. */
 void cli_start(void);
 

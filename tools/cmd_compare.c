@@ -342,7 +342,7 @@ int cmd_compare(int argc, char **argv) {
     const char *paths[2] = {NULL, NULL}, *text_path = NULL, *prompt = DEFAULT_PROMPT, *svg = NULL;
     long ctx = 0, threads = 1, head_tokens = 2048, seed = 1;
     int json = 0, do_agree = 1, n_paths = 0;
-    run_opts ro = {0};
+    run_opts ro = {.no_tokenizer_opt = 1};
     const cli_opt opts[] = {
         {CLI_STR("-f", "--file", &text_path)},
         {CLI_MAX_INPUT_OPT},

@@ -108,7 +108,7 @@ int cmd_tokenize(int argc, char **argv) {
     int code = EXIT_OK;
     if (tok_path) { /* the vocabulary alone: no model needed */
         memset(&m, 0, sizeof m);
-        if ((code = run_use_tokenizer(CMD, &m.vocab, tok_path)) != EXIT_OK) {
+        if ((code = run_use_tokenizer(CMD, &m.vocab, tok_path, NULL, 0)) != EXIT_OK) {
             free(text);
             return code;
         }
@@ -117,6 +117,7 @@ int cmd_tokenize(int argc, char **argv) {
         free(text);
         return cli_error(CMD, "%s", err.msg);
     }
+    if ((code = run_need_vocab(CMD, model_path, &m.vocab, 1)) != EXIT_OK) goto done;
     if (tg_tokenizer_create(&tok, &m.vocab, &err)) {
         code = cli_error(CMD, "%s: %s", model_path, err.msg);
         goto done;

@@ -143,17 +143,6 @@ static uint64_t fnv1a(const char *p, size_t n) {
     return h;
 }
 
-/* OUT with its ".gguf" suffix (if any) replaced by suffix */
-static char *side_path(const char *out, const char *suffix) {
-    size_t n = strlen(out);
-    if (n > 5 && !strcmp(out + n - 5, ".gguf")) n -= 5;
-    char *p = malloc(n + strlen(suffix) + 1);
-    if (!p) return NULL;
-    memcpy(p, out, n);
-    strcpy(p + n, suffix);
-    return p;
-}
-
 /* ---- the run's state ------------------------------------------------------- */
 
 typedef struct run {
@@ -686,9 +675,9 @@ int cmd_train(int argc, char **argv) {
     r.o = o;
 
     /* every output must be writable before any work is done */
-    r.ckpt_path = side_path(out, ".ckpt");
-    r.csv_path = side_path(out, ".csv");
-    r.svg_path = side_path(out, ".svg");
+    r.ckpt_path = cli_side_path(out, ".ckpt");
+    r.csv_path = cli_side_path(out, ".csv");
+    r.svg_path = cli_side_path(out, ".svg");
     if (!r.ckpt_path || !r.csv_path || !r.svg_path) return cli_error(CMD, "out of memory");
     const char *outs[] = {out, r.ckpt_path, r.csv_path, r.svg_path};
     for (int k = 0; k < 4; k++)
@@ -720,7 +709,7 @@ int cmd_train(int argc, char **argv) {
     double t_tok = now_s();
     if (resume || tok_from) {
         /* resuming: the tokenizer is in the GGUF written beside the checkpoint */
-        char *beside = resume ? side_path(resume, "") : NULL;
+        char *beside = resume ? cli_side_path(resume, "") : NULL;
         if (beside && strlen(beside) > 5 && !strcmp(beside + strlen(beside) - 5, ".ckpt"))
             strcpy(beside + strlen(beside) - 5, ".gguf");
         const char *from = resume ? beside : tok_from;

@@ -78,6 +78,9 @@ static int print(const desc *d, int json) {
                    d->vocab->n_tokens, d->vocab->bos_id, d->vocab->eos_id);
         else if (d->vocab)
             printf("tokenizer:     none\n");
+        if (!d->vocab) /* a llama2.c checkpoint, a folder without tokenizer.json */
+            printf("tokenizer:     none in the file (where a model runs, pass --tokenizer PATH: "
+                   "llama2.c's tokenizer.bin, a tokenizer.json or a GGUF)\n");
         if (!d->vocab && (d->bos >= 0 || d->eos >= 0)) printf("special ids:   bos %d, eos %d\n", d->bos, d->eos);
         printf("tensors:\n");
         size_t w = 5, tw = 3; /* "total", "F32" */

@@ -12,14 +12,43 @@ double run_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path) {
+static const char *vocab_kind(const tg_vocab *v) {
+    return v->kind == TG_VOCAB_SPM ? "SentencePiece-style BPE" : "gpt2 byte-level BPE";
+}
+
+int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path, const char *model_path, int n_vocab) {
     if (!path) return EXIT_OK;
     tg_vocab v;
     tg_err err = {{0}};
     if (tg_vocab_load(&v, path, &err)) return cli_error(cmd, "--tokenizer: %s", err.msg);
+    /* Another model's tokenizer runs without complaint and makes garbage:
+     * it must be the model's own kind and size (the model's own tokenizer,
+     * or for a checkpoint without one, as many tokens as it has ids, as
+     * llama2.c reads them and as convert writes them). */
+    const char *why = NULL;
+    char msg[160];
+    if (n_vocab > 0 && vocab->n_tokens > 0 && (v.kind != vocab->kind || v.n_tokens != vocab->n_tokens)) {
+        snprintf(msg, sizeof msg, "%d tokens of %s, but the model's own tokenizer has %d of %s", v.n_tokens,
+                 vocab_kind(&v), vocab->n_tokens, vocab_kind(vocab));
+        why = msg;
+    } else if (n_vocab > 0 && !vocab->n_tokens && v.n_tokens != n_vocab) {
+        snprintf(msg, sizeof msg, "%d tokens, but the model has %d token ids", v.n_tokens, n_vocab);
+        why = msg;
+    }
+    if (why) {
+        tg_vocab_free(&v);
+        return cli_error(cmd, "--tokenizer: %s: %s: not a tokenizer of %s", path, why, model_path);
+    }
     tg_vocab_free(vocab);
     *vocab = v;
     return EXIT_OK;
+}
+
+int run_need_vocab(const char *cmd, const char *path, const tg_vocab *vocab, int has_tokenizer_opt) {
+    if (vocab->n_tokens > 0) return EXIT_OK;
+    return cli_error(cmd, "%s holds no tokenizer (llama2.c keeps it in tokenizer.bin, Hugging Face in tokenizer.json): %s",
+                     path, has_tokenizer_opt ? "pass --tokenizer PATH (a tokenizer.bin, tokenizer.json or GGUF)"
+                                       : "convert it to GGUF with its tokenizer (tinygpt convert --tokenizer)");
 }
 
 int run_kv_type(const char *cmd, const char *name, tg_wtype *out) {
@@ -53,7 +82,7 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
         memset(&rc->model, 0, sizeof rc->model);
         return cli_error(cmd, "%s", err.msg);
     }
-    int rt = run_use_tokenizer(cmd, &rc->model.vocab, o->tokenizer);
+    int rt = run_use_tokenizer(cmd, &rc->model.vocab, o->tokenizer, model_path, rc->model.cfg.n_vocab);
     if (rt != EXIT_OK) {
         run_close(rc);
         return rt;
@@ -63,6 +92,10 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
         run_close(rc);
         return cli_usage(cmd, "--ctx: %d is outside [%d, %d] (the context of %s)", o->n_ctx,
                          o->ctx_min > 0 ? o->ctx_min : 1, C, model_path);
+    }
+    if ((rt = run_need_vocab(cmd, model_path, &rc->model.vocab, !o->no_tokenizer_opt)) != EXIT_OK) {
+        run_close(rc);
+        return rt;
     }
     if (tg_tokenizer_create(&rc->tok, &rc->model.vocab, &err)) {
         run_close(rc);

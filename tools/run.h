@@ -15,6 +15,7 @@ typedef struct run_opts {
     int no_check;     /* --no-check: skip the load-time scan for NaN/inf weights */
     const char *tokenizer; /* --tokenizer: a vocabulary used instead of the model's, or NULL */
     const char *kv_type;   /* --kv-type: "f32" (NULL: the default) or "f16" */
+    int no_tokenizer_opt;  /* the command has no --tokenizer (the messages say so) */
 } run_opts;
 
 /* The option every command that loads a model takes, and its help line
@@ -40,9 +41,19 @@ typedef struct run_opts {
  * code after printing a one-line error. */
 int run_kv_type(const char *cmd, const char *name, tg_wtype *out);
 
-/* Replaces *vocab with the one at path (NULL: keeps it). Returns EXIT_OK,
- * or the exit code after printing a one-line error (vocab then unchanged). */
-int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path);
+/* Replaces *vocab with the one at path (NULL: keeps it). With n_vocab > 0
+ * (a model's token ids; vocab is that model's, named model_path) the new one
+ * must fit it: the kind and size of the model's own tokenizer, or when it
+ * has none, n_vocab tokens. Returns EXIT_OK, or the exit code after printing
+ * a one-line error (vocab then unchanged). */
+int run_use_tokenizer(const char *cmd, tg_vocab *vocab, const char *path, const char *model_path, int n_vocab);
+
+/* A model without a vocabulary (a llama2.c checkpoint keeps its tokenizer in
+ * a file of its own) cannot encode text: says so and how to give one
+ * (--tokenizer, or when the command has none, a GGUF made by convert).
+ * Returns EXIT_OK when vocab has tokens, else the exit code after printing
+ * a one-line error naming path. */
+int run_need_vocab(const char *cmd, const char *path, const tg_vocab *vocab, int has_tokenizer_opt);
 
 typedef struct run_ctx {
     tg_gpt2_model model;

@@ -161,17 +161,6 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* OUT with ".gguf" replaced by suffix */
-static char *side_path(const char *out, const char *suffix) {
-    size_t n = strlen(out);
-    if (n > 5 && !strcmp(out + n - 5, ".gguf")) n -= 5;
-    char *p = malloc(n + strlen(suffix) + 1);
-    if (!p) return NULL;
-    memcpy(p, out, n);
-    strcpy(p + n, suffix);
-    return p;
-}
-
 /* The task's vocabulary as a tokenizer table of its token names (not a
  * byte-level BPE: text commands refuse such a model with a clear error). */
 static tg_status task_vocab(const tg_task *t, tg_vocab *v, tg_err *err) {
@@ -306,7 +295,7 @@ int task_train(int argc, char **argv) {
     if (o.warmup < 0) o.warmup = o.steps / 10 < 100 ? o.steps / 10 : 100;
     if (o.lr_min < 0) o.lr_min = o.lr / 10;
 
-    char *csv_path = side_path(out, ".csv");
+    char *csv_path = cli_side_path(out, ".csv");
     if (!csv_path) return cli_error(CMD, "out of memory");
     int rc = EXIT_RUNTIME;
     const char *outs[] = {out, csv_path};

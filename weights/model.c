@@ -95,7 +95,7 @@ tg_status tg_model_load(tg_model *m, const char *path, int flags, tg_err *err) {
         else if (why[0] && err && strstr(err->msg, "not a GGUF file")) {
             /* say why it is not a llama2.c checkpoint either */
             size_t n = strlen(err->msg);
-            snprintf(err->msg + n, sizeof err->msg - n, "; %s", why);
+            snprintf(err->msg + n, sizeof err->msg - n, ", nor a llama2.c checkpoint (%s)", why);
         }
     }
     if (s) tg_model_free(m);

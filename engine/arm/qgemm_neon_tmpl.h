@@ -149,7 +149,7 @@ typedef void (*q_tile_fn)(float *, size_t, const tg_block_q8_0 *, const float *,
  * at a time under every token tile. */
 ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const void *x,
                              const void *w, size_t ldw, const float *b, int T, int in, int out,
-                             int o0, int o1) {
+                             int o0, int o1, void *ws) {
     int nb = in / TG_QK;
     if (nb == 0) { /* an empty sum: y = b */
         for (int t = 0; t < T; t++)
@@ -157,11 +157,11 @@ ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const voi
         return;
     }
     const tg_block_q8_0 *xb = x;
-    float *xd = malloc(sizeof(float) * (size_t)T * nb);
-    int8_t *panel = malloc((size_t)nb * QPANEL_BLOCK);
-    /* kernels cannot fail; these are a fraction of the caller's activations
-     * and one panel (27 KB for GPT-2's IN = 3072) */
-    if (!xd || !panel) abort();
+    /* from ws (tg_matmul_w_scratch's "integer GEMM"): X's scales, one
+     * panel (27 KB for GPT-2's IN = 3072) */
+    char *p = ws;
+    float *xd = tg_ws_take(&p, sizeof(float) * (size_t)T * nb);
+    int8_t *panel = tg_ws_take(&p, (size_t)nb * QPANEL_BLOCK);
     for (size_t i = 0; i < (size_t)T * nb; i++) xd[i] = h2f(xb[i].d);
     for (int o = o0; o < o1; o += QNR) {
         int nr = o1 - o < QNR ? o1 - o : QNR;
@@ -173,6 +173,4 @@ ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const voi
                       b ? b + o : NULL, nb, nr);
         }
     }
-    free(xd);
-    free(panel);
 }

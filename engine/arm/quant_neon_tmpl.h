@@ -85,22 +85,22 @@ ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, s
 }
 
 /* Y = X · Wᵀ + b for F16/BF16 (x f32 [T,IN]) through the f32 GEMM */
+/* ws: tg_matmul_w_scratch's "decode to the f32 GEMM" (engine/dispatch.c) */
 static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
-                         const float *b, int T, int in, int out, int o0, int o1) {
+                         const float *b, int T, int in, int out, int o0, int o1, void *ws) {
     const float *xf = x;
     /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
      * per chunk, so chunks must not be small */
     int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
     rows = rows < TG_ROW_BLOCK ? TG_ROW_BLOCK : rows;
-    float *wd = malloc(sizeof(float) * (size_t)rows * (size_t)in);
-    if (!wd) abort();
+    char *p = ws;
+    float *wd = tg_ws_take(&p, sizeof(float) * (size_t)rows * (size_t)in);
     for (int oc = o0; oc < o1; oc += rows) {
         int nr = o1 - oc < rows ? o1 - oc : rows;
         for (int r = 0; r < nr; r++)
             tg_dequantize_row(t, wd + (size_t)r * in, (const char *)w + (size_t)(oc + r) * ldw, in);
         tg_matmul_neon(y + oc, xf, wd, b ? b + oc : NULL, T, in, out, 0, nr);
     }
-    free(wd);
 }
 
 #include "engine/arm/qgemm_neon_tmpl.h"
@@ -127,27 +127,27 @@ static const q_tile_fn q_tiles[QMR + 1] = {
 };
 
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                        int in, int out, int o0, int o1) {
+                        int in, int out, int o0, int o1, void *ws) {
     if (T == 1) gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else qgemm_run(0, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1);
+    else qgemm_run(0, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                        int in, int out, int o0, int o1) {
+                        int in, int out, int o0, int o1, void *ws) {
     if (T == 1) gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else qgemm_run(1, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1);
+    else qgemm_run(1, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                       int in, int out, int o0, int o1) {
+                       int in, int out, int o0, int o1, void *ws) {
     if (T == 1) gemv_half(1, y, x, w, ldw, b, in, o0, o1);
-    else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1);
+    else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                        int in, int out, int o0, int o1) {
+                        int in, int out, int o0, int o1, void *ws) {
     if (T == 1) gemv_half(0, y, x, w, ldw, b, in, o0, o1);
-    else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1);
+    else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 /* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule (vrndnq: nearest

@@ -8,8 +8,8 @@
 
 /* The f32 column in the typed signature (ldw == 4·IN). */
 static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
-                         int T, int in, int out, int o0, int o1) {
-    (void)ldw;
+                         int T, int in, int out, int o0, int o1, void *ws) {
+    (void)ldw, (void)ws;
     tg_matmul_ref(y, x, w, b, T, in, out, o0, o1);
 }
 
@@ -29,12 +29,14 @@ static void matmul_half(int h16, float *y, const float *x, const void *w, size_t
 }
 
 static void matmul_f16_ref(float *y, const void *x, const void *w, size_t ldw, const float *b,
-                           int T, int in, int out, int o0, int o1) {
+                           int T, int in, int out, int o0, int o1, void *ws) {
+    (void)ws;
     matmul_half(1, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_bf16_ref(float *y, const void *x, const void *w, size_t ldw,
-                            const float *b, int T, int in, int out, int o0, int o1) {
+                            const float *b, int T, int in, int out, int o0, int o1, void *ws) {
+    (void)ws;
     matmul_half(0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
@@ -71,12 +73,14 @@ static void matmul_q(int q4, float *y, const void *x, const void *w, size_t ldw,
 }
 
 static void matmul_q8_0_ref(float *y, const void *x, const void *w, size_t ldw,
-                            const float *b, int T, int in, int out, int o0, int o1) {
+                            const float *b, int T, int in, int out, int o0, int o1, void *ws) {
+    (void)ws;
     matmul_q(0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_q4_0_ref(float *y, const void *x, const void *w, size_t ldw,
-                            const float *b, int T, int in, int out, int o0, int o1) {
+                            const float *b, int T, int in, int out, int o0, int o1, void *ws) {
+    (void)ws;
     matmul_q(1, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 

@@ -50,8 +50,8 @@ void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, in
 
 /* the f32 column of the typed table (ldw == 4·IN) */
 static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
-                         int T, int in, int out, int o0, int o1) {
-    (void)ldw;
+                         int T, int in, int out, int o0, int o1, void *ws) {
+    (void)ldw, (void)ws;
     tg_matmul_avx2(y, x, w, b, T, in, out, o0, o1);
 }
 

@@ -33,7 +33,6 @@
  * o0/o1 (nor on the thread count). Padding rows of a panel are never
  * stored. */
 #include <stdalign.h>
-#include <stdlib.h>
 #include <string.h>
 #include "engine/x86/tr8_avx.h"
 
@@ -144,7 +143,7 @@ typedef void (*q_tile_fn)(float *, size_t, const tg_block_q8_0 *, const float *,
  * one panel of W at a time under every token tile. */
 ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const void *x,
                              const void *w, size_t ldw, const float *b, int T, int in, int out,
-                             int o0, int o1) {
+                             int o0, int o1, void *ws) {
     int nb = in / TG_QK;
     if (nb == 0) { /* an empty sum: y = b */
         for (int t = 0; t < T; t++)
@@ -152,12 +151,12 @@ ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const voi
         return;
     }
     const tg_block_q8_0 *xb = x;
-    float *xd = malloc(sizeof(float) * (size_t)T * nb);
-    int32_t *xc = malloc(sizeof(int32_t) * (size_t)T * nb);
-    char *panel = aligned_alloc(64, (size_t)nb * QPANEL_BLOCK);
-    /* kernels cannot fail; these are a fraction of the caller's activations
-     * and one panel */
-    if (!xd || !xc || !panel) abort();
+    /* from ws (tg_matmul_w_scratch's "integer GEMM"): X's scales and
+     * corrections, one panel */
+    char *p = ws;
+    float *xd = tg_ws_take(&p, sizeof(float) * (size_t)T * nb);
+    int32_t *xc = tg_ws_take(&p, sizeof(int32_t) * (size_t)T * nb);
+    char *panel = tg_ws_take(&p, (size_t)nb * QPANEL_BLOCK);
     for (size_t i = 0; i < (size_t)T * nb; i++) {
         int32_t s = 0;
         for (int j = 0; j < TG_QK; j++) s += xb[i].qs[j];
@@ -174,7 +173,4 @@ ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const voi
                       b ? b + o : NULL, nb, nr);
         }
     }
-    free(xd);
-    free(xc);
-    free(panel);
 }

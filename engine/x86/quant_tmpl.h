@@ -325,31 +325,28 @@ static void decode_rows(tg_wtype t, float *dst, const char *w, size_t ldw, int i
     }
 }
 
+/* ws: tg_matmul_w_scratch's "decode to the f32 GEMM" (engine/dispatch.c) */
 static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
-                         const float *b, int T, int in, int out, int o0, int o1) {
+                         const float *b, int T, int in, int out, int o0, int o1, void *ws) {
     const float *xf = x;
-    float *xd = NULL;
-    if (tg_wtype_q8_act(t)) { /* X's blocks as f32 (exact) */
-        size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
-        xd = malloc(sizeof(float) * (size_t)T * in);
-        if (!xd) abort(); /* kernels cannot fail; T·IN floats is the caller's activation size */
-        for (int r = 0; r < T; r++)
-            tg_dequantize_row(TG_WTYPE_Q8_0, xd + (size_t)r * in, (const char *)x + rb * r, in);
-        xf = xd;
-    }
     /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
      * per chunk, so chunks must not be small */
     int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
     rows = rows < TG_ROW_BLOCK ? TG_ROW_BLOCK : rows;
-    float *wd = malloc(sizeof(float) * (size_t)rows * (size_t)in);
-    if (!wd) abort();
+    char *p = ws;
+    float *wd = tg_ws_take(&p, sizeof(float) * (size_t)rows * (size_t)in);
+    if (tg_wtype_q8_act(t)) { /* X's blocks as f32 (exact) */
+        size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
+        float *xd = tg_ws_take(&p, sizeof(float) * (size_t)T * in);
+        for (int r = 0; r < T; r++)
+            tg_dequantize_row(TG_WTYPE_Q8_0, xd + (size_t)r * in, (const char *)x + rb * r, in);
+        xf = xd;
+    }
     for (int oc = o0; oc < o1; oc += rows) {
         int nr = o1 - oc < rows ? o1 - oc : rows;
         decode_rows(t, wd, w, ldw, in, oc, oc + nr);
         MATMUL_F32(y + oc, xf, wd, b ? b + oc : NULL, T, in, out, 0, nr);
     }
-    free(wd);
-    free(xd);
 }
 
 /* ---- T > 1 on integer dot products, where the file has VNNI ------------------ */
@@ -364,39 +361,39 @@ static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3,
 #else
 static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
 #endif
-#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1) \
-    qgemm_run(q4, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1)
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
+    qgemm_run(q4, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1, ws)
 #else /* vpmaddubsw saturates u8·s8 pairs: decode to the f32 GEMM instead */
-#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1) \
-    gemm_decoded(ty, y, x, w, ldw, b, T, in, out, o0, o1)
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
+    gemm_decoded(ty, y, x, w, ldw, b, T, in, out, o0, o1, ws)
 #endif
 
 /* ---- the table entries ------------------------------------------------------ */
 
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                        int in, int out, int o0, int o1) {
+                        int in, int out, int o0, int o1, void *ws) {
     if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
     else if (T == 1) {
 #ifdef GEMV_Q8_WIDE /* the ISA's GEMV for long rows, where it has one */
         if (GEMV_Q8_WIDE(y, x, w, ldw, b, in / TG_QK, o0, o1)) return;
 #endif
         gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    } else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    } else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                        int in, int out, int o0, int o1) {
+                        int in, int out, int o0, int o1, void *ws) {
     if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
     else if (T == 1) {
 #ifdef GEMV_Q4_WIDE /* the ISA's GEMV for long rows, where it has one */
         if (GEMV_Q4_WIDE(y, x, w, ldw, b, in / TG_QK, o0, o1)) return;
 #endif
         gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    } else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1);
+    } else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                       int in, int out, int o0, int o1) {
+                       int in, int out, int o0, int o1, void *ws) {
     if (T == 1) {
 #ifdef GEMV_HALF_WIDE /* the ISA's own half GEMV, where it has one */
         GEMV_HALF_WIDE(1, y, x, w, ldw, b, in, o0, o1);
@@ -404,11 +401,11 @@ static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const
         gemv_half(1, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1);
+    else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
-                        int in, int out, int o0, int o1) {
+                        int in, int out, int o0, int o1, void *ws) {
     if (T == 1) {
 #ifdef GEMV_HALF_WIDE
         GEMV_HALF_WIDE(0, y, x, w, ldw, b, in, o0, o1);
@@ -416,7 +413,7 @@ static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, cons
         gemv_half(0, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1);
+    else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 /* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule: d = amax/127 and

@@ -24,7 +24,9 @@ from . import _lib
 
 _L = _lib.bind(_lib.load())
 
-__all__ = ["Model", "Error", "Token", "Context", "version"]
+__all__ = ["Model", "Error", "Token", "Context", "version", "INTERRUPTED"]
+
+INTERRUPTED = 8  # Error.status of a call stopped by Model.set_interrupt (TINYGPT_ERR_INTERRUPTED)
 
 
 def version():
@@ -103,6 +105,8 @@ class Model:
     def __init__(self, path, threads=1, isa=None, n_ctx=0, kv_type=None):
         self._m = None
         self._gen = None  # the generation in progress (its C pointer), if any
+        self._interrupt_cb = None   # set_interrupt's C callback, alive while the library holds it
+        self._interrupt_exc = None  # an exception raised inside it, raised in place of the Error
         o = _lib.Options()
         _L.tinygpt_options_init(C.byref(o))
         o.n_threads = int(threads)
@@ -131,6 +135,7 @@ class Model:
         if self._m:
             _L.tinygpt_close(self._m)
             self._m = None
+        self._interrupt_cb = None
 
     def __del__(self):
         try:
@@ -158,6 +163,9 @@ class Model:
 
     def _check(self, s):
         if s:
+            exc, self._interrupt_exc = self._interrupt_exc, None
+            if exc is not None and s == INTERRUPTED:
+                raise exc
             raise Error(s, _L.tinygpt_last_error(self._m).decode("utf-8", "replace"))
 
     # ---- information ----
@@ -338,6 +346,31 @@ class Model:
             yield self
         finally:
             self.head_mask = old
+
+    # ---- interruption ----
+
+    def set_interrupt(self, fn):
+        """fn() is asked at the start of every forward pass from now on
+        (None: never). A true answer makes the call running the pass (eval,
+        logits, attention, a generation step, quality, heads, compare, ...)
+        raise Error with status INTERRUPTED, so that a long analysis can be
+        cancelled within one pass (a deadline, a flag another thread sets).
+        fn runs on the calling thread; an exception inside it interrupts too
+        and is raised in place of the Error. The KV cache keeps what the
+        passes before it computed."""
+        h = self._h()
+        if fn is None:
+            cb = _lib.INTERRUPT()  # NULL
+        else:
+            def ask(_ctx):
+                try:
+                    return 1 if fn() else 0
+                except BaseException as e:  # noqa: B902 — handed back by _check
+                    self._interrupt_exc = e
+                    return 1
+            cb = _lib.INTERRUPT(ask)
+        self._check(_L.tinygpt_set_interrupt(h, cb, None))
+        self._interrupt_cb = cb
 
     # ---- the KV cache ----
 

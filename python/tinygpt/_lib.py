@@ -192,6 +192,9 @@ f32p = C.POINTER(C.c_float)
 u8p = C.POINTER(C.c_uint8)
 szp = C.POINTER(C.c_size_t)
 
+# int (*fn)(void *ctx) of tinygpt_set_interrupt; INTERRUPT() is NULL
+INTERRUPT = C.CFUNCTYPE(C.c_int, C.c_void_p)
+
 # name: (restype, argtypes)
 PROTOS = {
     "tinygpt_status_str": (C.c_char_p, [C.c_int]),
@@ -220,6 +223,7 @@ PROTOS = {
     "tinygpt_attention": (C.c_int, [p, i32p, C.c_int, f32p, f32p]),
     "tinygpt_set_head_mask": (C.c_int, [p, u8p]),
     "tinygpt_get_head_mask": (C.c_int, [p, u8p]),
+    "tinygpt_set_interrupt": (C.c_int, [p, INTERRUPT, C.c_void_p]),
     "tinygpt_truncate": (C.c_int, [p, C.c_int]),
     "tinygpt_cache_tokens": (C.c_int, [p, i32p, C.c_size_t, szp]),
     "tinygpt_context_save": (C.c_int, [p, C.POINTER(p)]),

@@ -153,8 +153,22 @@ static int rounds_x(const tg_engine *e, const tcase *c) {
     return e->bf16_act && c->type == TG_WTYPE_BF16 && c->T > 1;
 }
 
+/* The kernel on its declared scratch (tg_matmul_w_scratch bytes, 64-byte
+ * aligned) with guard bytes after it: a kernel that writes past the bound
+ * the callers size their buffers by fails here. */
+#define WS_GUARD 256
 static void run_kernel(const tg_engine *e, const tcase *c, float *y, int o0, int o1) {
-    e->k.matmul_w[c->type](y, tc_x(c), c->w, c->ldw, c->b, c->T, c->in, c->out, o0, o1);
+    size_t n = tg_matmul_w_scratch(c->type, c->T, c->in);
+    unsigned char *ws = aligned_alloc(64, (n + WS_GUARD + 63) / 64 * 64);
+    cr_assert(ws != NULL);
+    memset(ws + n, 0xA5, WS_GUARD);
+    e->k.matmul_w[c->type](y, tc_x(c), c->w, c->ldw, c->b, c->T, c->in, c->out, o0, o1,
+                           n ? ws : NULL);
+    size_t bad = 0;
+    for (size_t i = 0; i < WS_GUARD; i++) bad += ws[n + i] != 0xA5;
+    cr_expect(bad == 0, "matmul_w %s %s T=%d in=%d: %zu guard bytes past its %zu bytes of scratch "
+              "overwritten", tg_wtype_name(c->type), tg_isa_name(e->isa), c->T, c->in, bad, n);
+    free(ws);
 }
 
 /* Every engine on columns o0..o1 of one case against the double oracle with
@@ -257,7 +271,7 @@ Test(matmul_w, short_rows_gemv) {
                 for (int e = 0; e < n_eng; e++) {
                     run_kernel(&eng[e], &c, packed, 0, out);
                     ck_poison(padded, (size_t)out);
-                    eng[e].k.matmul_w[c.type](padded, tc_x(&c), wp, ldp, c.b, 1, in, out, 0, out);
+                    eng[e].k.matmul_w[c.type](padded, tc_x(&c), wp, ldp, c.b, 1, in, out, 0, out, NULL);
                     CK_EXPECT_GUARDS(padded, "%s %s padded", tg_wtype_name(c.type),
                                      tg_isa_name(eng[e].isa));
                     CK_EXPECT_BITEQUAL(packed, padded, (size_t)out,
@@ -428,7 +442,7 @@ Test(matmul_w, threads_bitidentical) {
             int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
             tcase c = tc_new(&r, typed[ty], T, in, out, s & 1);
             tg_weight w = {c.type, c.w, out, in, c.ldw};
-            size_t ny = (size_t)T * out, nws = tg_matmul_ws(c.type, T, in);
+            size_t ny = (size_t)T * out, nws = tg_matmul_ws(c.type, T, in, 4);
             void *ws = nws ? malloc(nws) : NULL;
             float *y1 = ck_alloc(ny), *yn = ck_alloc(ny);
             for (int e = 0; e < n_eng; e++) {

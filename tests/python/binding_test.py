@@ -9,6 +9,7 @@ oracles, run with Debian's /usr/bin/python3 (NumPy, PyTorch):
     --top-logprobs`, sampled text (seeds, stop strings) against `tinygpt
     generate --no-echo`;
   - errors raise tinygpt.Error with the library's message;
+  - set_interrupt stops eval, a generation and an analysis (INTERRUPTED);
   - 1,000 model opens leave the RSS (/proc/self/status) where it was;
   - the package from the build tree (PYTHONPATH=build/python) and after
     `meson install` into a DESTDIR runs the issue's done-means command, with
@@ -331,6 +332,47 @@ def test_errors(small):
     check(raises(lambda: m.logits([1]), "closed")[0], "a closed model")
 
 
+def test_interrupt(small):
+    """set_interrupt: asked once per forward pass; a true answer stops eval,
+    a generation and an analysis with status INTERRUPTED; an exception in
+    it is raised as itself; None removes it."""
+    m = tinygpt.Model(small)
+    ids = [1, 2, 3, 4]
+    asked = []
+    m.set_interrupt(lambda: asked.append(1) and False)  # never interrupts
+    ref = m.logits(ids)
+    check(len(asked) == 1, "one prefill pass asks once, not %d times" % len(asked))
+    asked.clear()
+    check(len(list(m.generate("x", 5, temperature=0, ignore_eos=True))) > 0 and len(asked) >= 5,
+          "a 5-token generation asks at every pass (%d)" % len(asked))
+    for what, call in (("logits", lambda: m.logits(ids)),
+                       ("generate", lambda: list(m.generate("x", 20, ignore_eos=True))),
+                       ("heads", lambda: m.heads(list(range(1, 20)), head_tokens=16))):
+        n = [0]
+
+        def after_two():
+            n[0] += 1
+            return n[0] > 2
+        m.set_interrupt(lambda: True if what == "logits" else after_two())
+        try:
+            call()
+            check(False, "set_interrupt: %s ran to the end" % what)
+        except tinygpt.Error as e:
+            check(e.status == tinygpt.INTERRUPTED and "interrupt" in str(e),
+                  "set_interrupt: %s raised status %d %r" % (what, e.status, str(e)))
+    m.set_interrupt(lambda: {}["stop"])
+    try:
+        m.logits(ids)
+        check(False, "an exception in the interrupt function was lost")
+    except KeyError:
+        pass
+    except Exception as e:  # the wrong kind
+        check(False, "an exception in the interrupt function became %s: %s" % (type(e).__name__, e))
+    m.set_interrupt(None)
+    check(np.array_equal(m.logits(ids), ref), "after set_interrupt(None) the logits are the same")
+    m.close()
+
+
 def rss_kb():
     with open("/proc/self/status") as f:
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
@@ -392,6 +434,7 @@ def main():
         test_shipped()
         test_analysis()
         test_errors(small)
+        test_interrupt(small)
         test_leaks(small, ids)
         test_build_tree_and_install(tmp)
     for f in failures:

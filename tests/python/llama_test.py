@@ -56,6 +56,14 @@ def main():
         gguf = os.path.join(tmp, "s.gguf")
         cli("convert", os.path.join(S, "stories260K.bin"), "--tokenizer",
             os.path.join(S, "tok512.bin"), "-o", gguf)
+        # the checkpoint itself holds no tokenizer: opening it says so and the way out
+        b = os.path.join(S, "stories260K.bin")
+        try:
+            tinygpt.Model(b)
+            check(False, "opening a llama2.c checkpoint (no tokenizer) did not fail")
+        except tinygpt.Error as e:
+            check(b + " holds no tokenizer" in str(e) and "convert" in str(e) and "\n" not in str(e),
+                  "opening a checkpoint without a tokenizer: %r" % str(e))
         m = tinygpt.Model(gguf)
         i = m.info
         check(i["arch"] == "llama", "arch %r" % i["arch"])

@@ -181,8 +181,12 @@ def main():
         ck.check(st == 400 and "error" in json.loads(b), "400 for %s" % what)
     st, h, b = request(port, "POST", "/v1/completions", {"prompt": "x" * 70000})
     ck.check(st == 400 and json.loads(b)["error"]["param"] == "body", "a body over --max-body: 400 param body")
-    st, h, b = request(port, "POST", "/v1/completions", {"model": "nope", "prompt": "x"})
-    ck.check(st == 404 and json.loads(b)["error"]["param"] == "model", "unknown model: 404 param model")
+    for path, body in (("/v1/completions", {"prompt": "x"}), ("/tokenize", {"content": "x"}),
+                       ("/detokenize", {"tokens": [1]}), ("/v1/attention", {"prompt": "x"})):
+        st, h, b = request(port, "POST", path, dict(body, model="nope"))
+        e = json.loads(b)["error"]
+        ck.check(st == 404 and e["param"] == "model" and "'nope'" in e["message"],
+                 "%s, unknown model: 404 param model, the message names it (%s)" % (path, e["message"]))
     st, h, b = request(port, "GET", "/v1/completions")
     ck.check(st == 405, "GET /v1/completions: 405")
     st, h, b = request(port, "POST", "/v1/attention", {"prompt": "hi", "heads_off": [[0, 9]]})
@@ -327,6 +331,13 @@ def main():
     m4 = srv.path("shakespeare-4h")
     r = subprocess.run([EXE, "serve", "-m", m4, "-m", m4, "--port", "0"], capture_output=True, text=True)
     ck.check(r.returncode == 2 and "two models" in r.stderr, "two models of one name: usage error")
+    with socket.socket() as taken:  # a port in use: one line (not libmicrohttpd's own as well), exit 1
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        r = subprocess.run([EXE, "serve", "-m", m4, "--port", str(busy)], capture_output=True, text=True, timeout=60)
+        ck.check(r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot listen on 127.0.0.1:%d" % busy in r.stderr,
+                 "a port in use: exit 1, one line: exit %d %r" % (r.returncode, r.stderr))
     return ck.finish()
 
 

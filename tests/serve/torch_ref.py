@@ -1,65 +1,29 @@
 """torch_ref.py — an independent GPT-2 of the shipped f32 GGUF files in
-PyTorch (float64): a GGUF reader written from the format's definition and
-the forward pass from torch.nn.functional ops, for the serve tests'
+PyTorch (float64): the tensors from the tests' GGUF reader
+(tests/tools/gguf_table.py, written from the format's definition) and the
+forward pass from torch.nn.functional ops, for the serve tests'
 log-probability checks. Only what those files hold: f32 tensors, GPT-2."""
 import math
-import struct
+import os
+import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-# GGUF metadata value types: fixed sizes (struct formats); 8 string, 9 array
-_FIXED = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import gguf_table  # noqa: E402
 
 
 def read_gguf(path):
-    """(metadata dict, {tensor name: float64 array in row-major [rows, cols]})."""
-    d = open(path, "rb").read()
-    assert d[:4] == b"GGUF", path
-    p = [4]
-
-    def take(fmt):
-        v = struct.unpack_from(fmt, d, p[0])
-        p[0] += struct.calcsize(fmt)
-        return v[0]
-
-    def string():
-        n = take("<Q")
-        s = d[p[0]:p[0] + n].decode("utf-8", "replace")
-        p[0] += n
-        return s
-
-    def value(t):
-        if t in _FIXED:
-            return take(_FIXED[t])
-        if t == 8:
-            return string()
-        assert t == 9, t
-        et, n = take("<I"), take("<Q")
-        return [value(et) for _ in range(n)]
-
-    take("<I")  # version
-    n_tensors, n_kv = take("<Q"), take("<Q")
-    kv = {}
-    for _ in range(n_kv):
-        k = string()
-        kv[k] = value(take("<I"))
-    infos = []
-    for _ in range(n_tensors):
-        name = string()
-        ne = [take("<Q") for _ in range(take("<I"))]
-        typ, off = take("<I"), take("<Q")
-        assert typ == 0, "%s: type %d (only f32 here)" % (name, typ)
-        infos.append((name, ne, off))
-    align = kv.get("general.alignment", 32)
-    base = (p[0] + align - 1) // align * align
+    """(metadata dict, {tensor name: float64 array in row-major [rows, cols]}),
+    through the tests' one GGUF reader (tests/tools/gguf_table.py)."""
+    g = gguf_table.read_gguf(path)
     t = {}
-    for name, ne, off in infos:
-        n = math.prod(ne)
-        a = np.frombuffer(d, dtype="<f4", count=n, offset=base + off)
-        t[name] = torch.from_numpy(a.astype(np.float64).reshape(tuple(reversed(ne))))
-    return kv, t
+    for name in g.order:
+        assert g.tensors[name].type == 0, "%s: %s (only f32 here)" % (name, g.tensors[name].type_name)
+        t[name] = torch.from_numpy(gguf_table.f32(g, name).astype(np.float64))
+    return g.kv, t
 
 
 class GPT2:

@@ -71,9 +71,9 @@ with tempfile.TemporaryDirectory() as d:
     expect(["train", "-f", text, "-o", missing + ".gguf"], 1, NODIR)
     expect(["train", "-f", text, "-o", d], 1, b"is a directory")
 
-    # convert, init, profile --trace, attention --svg (text and task models): all the
-    # work, then the failure
-    for args, flag in [(["convert", M4, "-o"], b"-o"), (init + ["-o"], b"-o"),
+    # convert, init, quantize, profile --trace, attention --svg (text and task models):
+    # all the work, then the failure
+    for args, flag in [(["convert", M4, "-o"], b"-o"), (init + ["-o"], b"-o"), (["quantize", "--type", "q8_0", M4], b"OUT"),
                        (["profile", "-m", M4, "-n", "4", "--no-roofline", "--trace"], b"--trace"),
                        (["attention", "-m", M4, "--svg"], b"--svg"),
                        (["attention", "-m", os.path.join(SRC, "weights", "marked-tuple-4h.gguf"), "--svg"],

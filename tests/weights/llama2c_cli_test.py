@@ -31,7 +31,7 @@ failures, runs = [], 0
 def run(args):
     global runs
     runs += 1
-    return subprocess.run([EXE] + args, capture_output=True, text=True, timeout=60)
+    return subprocess.run([EXE] + args, capture_output=True, text=True, errors="replace", timeout=60)
 
 
 def expect_error(path, needle, label, extra=True):
@@ -184,6 +184,53 @@ def main():
             check_resident("q8_0 GGUF", j, {t["name"]: n_of(t["shape"]) // 32 * 34 if len(t["shape"]) == 2
                                             else 4 * n_of(t["shape"]) for t in j["tensors"]})
 
+        # a checkpoint holds no tokenizer: every command that encodes text says
+        # so and how to give one (one line, exit 1), inspect says it has none
+        legacy = os.path.join(tmp, "legacy.bin")
+        txt = os.path.join(tmp, "t.txt")
+        open(txt, "w").write("a b c")
+        for cmd, how in ((["generate", "-p", "x", "-n", "1", "-m"], "--tokenizer PATH"),
+                         (["eval", "-f", txt, "-m"], "--tokenizer PATH"),
+                         (["tokenize", "-p", "x", "-m"], "--tokenizer PATH"),
+                         (["attention", "-p", "x", "-m"], "--tokenizer PATH"),
+                         (["compare", "-f", txt, legacy], "convert --tokenizer")):
+            r = run(cmd + [legacy])
+            lines = r.stderr.strip().splitlines()
+            if r.returncode != 1 or len(lines) != 1 or f"{legacy} holds no tokenizer" not in r.stderr or how not in r.stderr:
+                failures.append(f"{cmd[0]} of a checkpoint without --tokenizer: exit {r.returncode}, "
+                                f"stderr {r.stderr.strip()[:300]!r} (want one line naming it, with {how!r})")
+        r = run(["inspect", legacy])
+        if r.returncode != 0 or "tokenizer:     none in the file" not in r.stdout:
+            failures.append(f"inspect of a checkpoint does not say it holds no tokenizer: {r.stdout[:400]!r}")
+        r = run(["generate", "-p", "x", "-n", "1", "--tokenizer", tokp, "-m", legacy])
+        if r.returncode != 0:
+            failures.append(f"generate with --tokenizer: exit {r.returncode}: {r.stderr.strip()[:300]}")
+        # a tokenizer that is not the model's: refused, not run into garbage (the
+        # checkpoint's ids and the GGUF's own tokenizer: size and kind)
+        tok9 = os.path.join(tmp, "tok9.bin")
+        open(tok9, "wb").write(lf.tokenizer_bin_bytes(9))
+        g2 = os.path.join(tmp, "gpt2.gguf")
+        r = run(["init", "--layers", "1", "--heads", "1", "--embd", "8", "--ctx", "8", "--byte-vocab", "-o", g2])
+        if r.returncode != 0:
+            failures.append(f"init a byte-vocab GPT-2: {r.stderr.strip()}")
+        for model, tk, needle in ((legacy, tok9, "9 tokens, but the model has 10 token ids"),
+                                  (gg, tok9, "9 tokens of SentencePiece-style BPE, but the model's own tokenizer "
+                                             "has 10 of SentencePiece-style BPE"),
+                                  (gg, g2, "257 tokens of gpt2 byte-level BPE, but the model's own tokenizer "
+                                           "has 10 of SentencePiece-style BPE"),
+                                  (g2, tokp, "10 tokens of SentencePiece-style BPE, but the model's own tokenizer "
+                                             "has 257 of gpt2 byte-level BPE")):
+            for cmd in (["generate", "-p", "x", "-n", "1"], ["eval", "-f", txt]):
+                r = run(cmd + ["--tokenizer", tk, "-m", model])
+                if r.returncode != 1 or r.stderr.count("\n") != 1 or needle not in r.stderr \
+                        or f"not a tokenizer of {model}" not in r.stderr:
+                    failures.append(f"{cmd[0]} -m {os.path.basename(model)} --tokenizer {os.path.basename(tk)}: "
+                                    f"exit {r.returncode}, {r.stderr.strip()[:300]!r} (want one line with {needle!r})")
+        for model, tk in ((gg, tokp), (g2, g2)):  # its own tokenizer, given again: fine
+            r = run(["generate", "-p", "x", "-n", "1", "--tokenizer", tk, "-m", model])
+            if r.returncode != 0:
+                failures.append(f"generate -m {os.path.basename(model)} with its own tokenizer: {r.stderr.strip()[:300]}")
+
         # ---- hostile files
         small_w, small_cfg = lf.random_llama(rng, 8, 12, 1, 2, 1, 6, True)
         forms = {"legacy": lf.legacy_bytes(small_w, small_cfg, 3), "v1": lf.v1_bytes(small_w, small_cfg, 3),
@@ -231,7 +278,12 @@ def main():
         # a legacy header whose sizes are 4 bytes off is not a llama2.c file: said so
         open(p, "wb").write(forms["legacy"][:-4])
         full = len(forms["legacy"])
-        expect_error(p, f"its 7-int header implies {full} bytes, the file has {full - 4}", "legacy 4 bytes short")
+        expect_error(p, f"nor a llama2.c checkpoint (its 7-int header implies {full} bytes, the file has {full - 4})",
+                     "legacy 4 bytes short")
+        # a text file: neither a GGUF nor a checkpoint, both said
+        open(p, "w").write("\n\nGREMIO:\nGood morrow, neighbour Baptista.\n")
+        expect_error(p, "not a GGUF file (magic 0a 0a 47 52, expected 'GGUF'), nor a llama2.c checkpoint (dim ",
+                     "a text file")
 
     for f in failures[:40]:
         print("FAIL:", f)

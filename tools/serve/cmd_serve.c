@@ -729,9 +729,10 @@ static enum MHD_Result do_completion(struct MHD_Connection *c, server *s, const 
     serve_error e;
     if (serve_parse_completion(body, len, &s->lim, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_completion_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     slot *sl = acquire(s, me);
     if (!sl) {
@@ -777,9 +778,10 @@ static enum MHD_Result do_tokenize(struct MHD_Connection *c, server *s, const ch
     serve_error e;
     if (serve_parse_tokenize(body, len, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_tokenize_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     slot *sl = acquire(s, me);
     if (!sl) {
@@ -825,9 +827,10 @@ static enum MHD_Result do_detokenize(struct MHD_Connection *c, server *s, const 
     serve_error e;
     if (serve_parse_detokenize(body, len, &s->lim, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_detokenize_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     for (int i = 0; i < r.n_tokens; i++)
         if (r.tokens[i] >= me->info.n_vocab) {
@@ -866,9 +869,10 @@ static enum MHD_Result do_attention(struct MHD_Connection *c, server *s, const c
     serve_error e;
     if (serve_parse_attention(body, len, &s->lim, &r, &e)) return send_error(c, &e);
     model_entry *me = find_model(s, r.model);
-    if (!me) {
+    if (!me) { /* the message names the model: free the request after it */
+        enum MHD_Result ret = fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
         serve_attention_free(&r);
-        return fail(c, 404, "model", "no model named '%.100s' (see GET /v1/models)", r.model);
+        return ret;
     }
     int L = me->info.n_layer, H = me->info.n_head, V = me->info.n_vocab;
     for (int i = 0; i < r.n_off; i++)
@@ -1391,6 +1395,18 @@ static void close_models(server *s) {
     }
 }
 
+/* libmicrohttpd's own messages, once the server runs, on stderr with our
+ * prefix; before that (a port in use, an address not ours) the start's
+ * failure is said once, by cmd_serve (cls: an int, nonzero once started). */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    if (!__atomic_load_n((const int *)cls, __ATOMIC_ACQUIRE)) return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n') msg[--n] = 0;
+    fprintf(stderr, "tinygpt serve: libmicrohttpd: %s\n", msg);
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *api_key = NULL, *kv_type = NULL;
     int port = 8080, threads = 1, parallel = 1, queue = 16, max_tokens = 4096;
@@ -1479,17 +1495,20 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     unsigned conn_limit = (unsigned)(s.n_models * parallel + queue + 64);
+    int started = 0; /* mhd_log's: quiet until the daemon runs */
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ERROR_LOG,
         0, NULL, NULL, handler, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, conn_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, completed,
-        NULL, MHD_OPTION_END);
+        NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &started, MHD_OPTION_END);
     if (!d) {
+        int e = errno;
         close_models(&s);
-        return cli_error(CMD, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+        return cli_error(CMD, "cannot listen on %s:%d: %s", host, port, strerror(e));
     }
+    __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     printf("listening on http://%s:%u\n", host, di ? (unsigned)di->port : (unsigned)port);
     for (int i = 0; i < s.n_models; i++)
