@@ -47,13 +47,62 @@ UK(1) UK(2) UK(3) UK(4) UK(5) UK(6) UK(7) UK(8)
 static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, ukernel_3, ukernel_4,
                                             ukernel_5, ukernel_6, ukernel_7, ukernel_8};
 
-/* The decode GEMV (T = 1) is AVX2's: on Zen 4 its 256-bit loads stream a
- * GPT-2-small step from DRAM ~8% faster than 512-bit ones (bench_model,
- * same run), and from L3 they tie. */
+/* ---- the decode GEMV for matrices streamed from memory ---------------------------
+ *
+ * y[o0..o1) = W · x + b for one token, one row after the other (one
+ * sequential stream): 64 floats (four zmm) per step into four FMA chains,
+ * then 16-float steps into the first chain, the tail of IN % 16 under a
+ * mask (nothing past the row is read) into the second, one horizontal sum
+ * per row. Each row is computed by the same operations wherever it falls,
+ * so results do not depend on o0/o1.
+ *
+ * It replaced AVX2's GEMV (matmul_tmpl.h's gemv_body: ymm, groups of 8 rows
+ * with one transposing reduction) above 256 KB of weights: on Zen 5 that
+ * one streams a step from DRAM at 71-75% of the DRAM probe, this one at
+ * 94-100% (gpt2-small and stories15M shapes, bench_model, same run,
+ * 2026-12-03). From L2 the ymm GEMV needs 2 loads per 8-float FMA (w and x)
+ * and ~140 cycles per 768-float row, about two thirds of the time a 41 GB/s
+ * stream allows; here half as many instructions. Software prefetch (256 B
+ * to 4 KB ahead, T0/T1/NTA) gained nothing measurable and T0 at 1 KB lost
+ * ~18%, so there is none. (On Zen 4 at ~24 GB/s the ymm GEMV streamed ~8%
+ * faster than a zmm one; re-measure there before relying on this.) */
+static void gemv_stream(float *y, const float *x, const float *w, const float *b, int in, int o0,
+                        int o1) {
+    for (int o = o0; o < o1; o++) {
+        const float *wo = w + (size_t)o * in;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int i = 0;
+        for (; i + 64 <= in; i += 64) {
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wo + i), _mm512_loadu_ps(x + i), a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(wo + i + 16), _mm512_loadu_ps(x + i + 16), a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(wo + i + 32), _mm512_loadu_ps(x + i + 32), a2);
+            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(wo + i + 48), _mm512_loadu_ps(x + i + 48), a3);
+        }
+        for (; i + 16 <= in; i += 16)
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wo + i), _mm512_loadu_ps(x + i), a0);
+        if (i < in) { /* tail: 1..15 floats */
+            __mmask16 m = (__mmask16)((1u << (in - i)) - 1u);
+            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wo + i), _mm512_maskz_loadu_ps(m, x + i), a1);
+        }
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
+/* weights above this many floats (256 KB) take gemv_stream: every matrix
+ * of gpt2-small and of stories15M, none of the tiny models' (<= 128 x 512) */
+#define GEMV_STREAM_MIN ((size_t)1 << 16)
+
+/* The decode GEMV (T = 1) by size alone (never by o0/o1): short rows from
+ * cache on matmul_tmpl.h's zmm GEMV, big matrices on gemv_stream, the rest
+ * (rows of 129..512 floats in at most 256 KB) on AVX2's. */
 void tg_matmul_avx512(float *y, const float *x, const float *w, const float *b, int T, int in,
                       int out, int o0, int o1) {
-    if (T == 1 && in <= 128 && (size_t)in * (size_t)out <= ((size_t)1 << 16))
+    size_t n = (size_t)in * (size_t)out;
+    if (T == 1 && in <= 128 && n <= GEMV_STREAM_MIN)
         matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1); /* short rows from cache */
+    else if (T == 1 && n > GEMV_STREAM_MIN && in > 0)
+        gemv_stream(y, x, w, b, in, o0, o1);
     else if (T == 1)
         tg_matmul_avx2(y, x, w, b, T, in, out, o0, o1);
     else

@@ -190,10 +190,98 @@ static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
 #define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
     ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
 
-/* The Q8_0 GEMV for long rows stays gemv_q (quant_tmpl.h): a zmm version
- * (two blocks per vpermt2w, one vpdpbusd each) was faster from L2 but
- * slower streaming GPT-2-small from DRAM on Zen 5 (58% of the roofline
- * against gemv_q's 84%, same run, 2026-12-02), so it was taken out. */
+/* ---- the Q8_0 decode GEMV for long rows: two blocks per zmm ----------------------
+ *
+ * y[o0..o1) = W · x for one token, W[OUT, IN] in Q8_0, x in Q8_0 blocks,
+ * IN a multiple of 256 (8 blocks, 272 bytes: gemv_scales8 reads their 8
+ * scales). gemv_q (ymm, one block per step) costs ~8 instructions and 3.6
+ * loads per 34-byte block and reads only ~35 GB/s from L2 on Zen 5, below
+ * what one core streams from DRAM (up to ~41 GB/s). Here blocks 2p and
+ * 2p+1 of a row go side by side into one zmm (two 32-byte loads of their
+ * quants, vinserti64x4), made unsigned (w + 128), one vpdpbusd against x's
+ * pair starting at its per-lane correction -128·Σx (exact: each int32
+ * lane then holds Σ w·x of its 4 bytes), one conversion, one FMA with the
+ * pair's scales d_w·d_x (lanes 0-7 block 2p's, 8-15 block 2p+1's, by a
+ * permute of the 8 scales of the group); four FMA chains, one horizontal
+ * sum per row. Each row is computed by the same operations wherever it
+ * falls, so results do not depend on o0/o1. */
+static inline __attribute__((always_inline)) void
+q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int o0, int o1,
+         const __m512i *xq, const __m512i *xc, const float *xd) {
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    const __m512i s01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i two = _mm512_set1_epi32(2);
+    const __m512i s23 = _mm512_add_epi32(s01, two), s45 = _mm512_add_epi32(s23, two);
+    const __m512i s67 = _mm512_add_epi32(s45, two);
+    const size_t bs = sizeof(tg_block_q8_0);
+    for (int o = o0; o < o1; o++) {
+        const char *wo = w + (size_t)o * ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int k = 0; k < nb; k += 8) {
+            const char *p = wo + (size_t)k * bs;
+            __m512 s8 = _mm512_castps256_ps512(
+                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(0, p)), _mm256_load_ps(xd + k)));
+            const int pk = k / 2;
+#define Q8W_PAIR(acc, n, sl)                                                                  \
+    do {                                                                                      \
+        const char *q = p + 2 * (n) * bs + 2;                                                 \
+        __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(            \
+                                            (const __m256i *)q)),                             \
+                                        _mm256_loadu_si256((const __m256i *)(q + bs)), 1);    \
+        __m512i d = _mm512_dpbusd_epi32(xc[pk + (n)], _mm512_xor_si512(wq, u128), xq[pk + (n)]); \
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(sl, s8), acc);     \
+    } while (0)
+            Q8W_PAIR(a0, 0, s01);
+            Q8W_PAIR(a1, 1, s23);
+            Q8W_PAIR(a2, 2, s45);
+            Q8W_PAIR(a3, 3, s67);
+#undef Q8W_PAIR
+        }
+        float v = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+        y[o] = b ? v + b[o] : v;
+    }
+}
+
+#define Q8W_STACK_PAIRS 128 /* pairs of blocks on the stack: IN <= 8192 */
+static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                         const float *b, int nb, int o0, int o1) {
+    const int np = nb / 2;
+    __m512i xq_s[Q8W_STACK_PAIRS], xc_s[Q8W_STACK_PAIRS];
+    _Alignas(64) float xd_s[2 * Q8W_STACK_PAIRS];
+    __m512i *xq = xq_s, *xc = xc_s;
+    float *xd = xd_s;
+    int heap = np > Q8W_STACK_PAIRS;
+    if (heap) {
+        xq = aligned_alloc(64, sizeof *xq * (size_t)np);
+        xc = aligned_alloc(64, sizeof *xc * (size_t)np);
+        xd = aligned_alloc(64, (sizeof *xd * (size_t)(2 * np) + 63) & ~(size_t)63);
+        if (!xq || !xc || !xd) abort(); /* kernels cannot fail; 132 bytes per 32 inputs */
+    }
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    for (int p = 0; p < np; p++) {
+        _Alignas(64) int8_t q[64];
+        memcpy(q, xb[2 * p].qs, 32);
+        memcpy(q + 32, xb[2 * p + 1].qs, 32);
+        xd[2 * p] = _cvtsh_ss(xb[2 * p].d);
+        xd[2 * p + 1] = _cvtsh_ss(xb[2 * p + 1].d);
+        xq[p] = _mm512_load_si512(q);
+        xc[p] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), u128, xq[p]));
+    }
+    switch (nb) { /* GPT-2's row lengths unrolled */
+    case 24: q8w_rows(y, w, ldw, b, 24, o0, o1, xq, xc, xd); break;
+    case 96: q8w_rows(y, w, ldw, b, 96, o0, o1, xq, xc, xd); break;
+    default: q8w_rows(y, w, ldw, b, nb, o0, o1, xq, xc, xd); break;
+    }
+    if (heap) {
+        free(xq);
+        free(xc);
+        free(xd);
+    }
+}
+/* rows of 8·k blocks, longer than the small models' (gemv_q_small) */
+#define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q8_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
 
 /* F16/BF16 rows on zmm (matmul_avx512.c) */
 #define GEMV_HALF_WIDE tg_gemv_half_avx512

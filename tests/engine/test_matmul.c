@@ -145,7 +145,8 @@ Test(matmul, subranges) {
     static const int shapes[][3] = {/* T, IN, OUT */
         {1, 33, 17},  {1, 129, 127},  {2, 31, 129}, {3, 768, 50},  {4, 17, 3072},
         {5, 127, 33}, {7, 129, 768}, {8, 3, 200},  {17, 64, 129}, {33, 100, 97},
-        {128, 33, 65}, {128, 129, 255}};
+        {128, 33, 65}, {128, 129, 255},
+        {1, 129, 1000}, {1, 1001, 70}}; /* T = 1 above 256 KB: the AVX-512 streaming GEMV */
     for (int s = 0; s < LEN(shapes); s++) {
         int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
         int blocks = (out + TG_ROW_BLOCK - 1) / TG_ROW_BLOCK;
@@ -167,7 +168,8 @@ Test(matmul, range_independent) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int shapes[][3] = {{1, 768, 300}, {2, 129, 97}, {7, 33, 250},
-                                    {33, 127, 129}, {128, 64, 200}, {128, 768, 64}};
+                                    {33, 127, 129}, {128, 64, 200}, {128, 768, 64},
+                                    {1, 33, 3000}};
     for (int s = 0; s < LEN(shapes); s++) {
         int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
         mm_case c = mm_new(&r, T, in, out, s & 1);
