@@ -58,6 +58,38 @@ static void detect_arch(void) {
         features[TG_CPU_AVX512_BF16] = a512 && ((a >> 5) & 1);
     }
 }
+
+/* The largest data/unified cache of deterministic cache leaf `leaf`. */
+static size_t det_cache_bytes(unsigned leaf) {
+    size_t best = 0;
+    int best_level = 0;
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned a, b, c, d;
+        __cpuid_count(leaf, i, a, b, c, d);
+        if ((a & 31) == 0) break; /* no more caches */
+        int level = 0;
+        size_t sz = tg_cpuid_cache_leaf_bytes(a, b, c, &level);
+        if (sz && (level > best_level || (level == best_level && sz > best)))
+            best = sz, best_level = level;
+    }
+    return best;
+}
+
+static size_t cpuid_cache_bytes(void) {
+    unsigned a, b, c, d, max_ext = __get_cpuid_max(0x80000000, NULL);
+    int topoext = max_ext >= 0x80000001 && __get_cpuid(0x80000001, &a, &b, &c, &d) &&
+                  ((c >> 22) & 1);
+    size_t sz = 0;
+    if (topoext && max_ext >= 0x8000001D) sz = det_cache_bytes(0x8000001D);
+    if (!sz && __get_cpuid_max(0, NULL) >= 4 && __get_cpuid(0, &a, &b, &c, &d) &&
+        b == 0x756e6547 /* "Genu"ineIntel: leaf 4 is Intel's */)
+        sz = det_cache_bytes(4);
+    if (!sz && max_ext >= 0x80000006 && __get_cpuid(0x80000006, &a, &b, &c, &d)) {
+        sz = tg_cpuid_amd_l3_bytes(d);
+        if (!sz) sz = tg_cpuid_amd_l2_bytes(c);
+    }
+    return sz;
+}
 #elif defined(TG_ARM)
 static void detect_arch(void) {
     unsigned long hw = getauxval(AT_HWCAP);
@@ -67,6 +99,10 @@ static void detect_arch(void) {
 }
 #else
 static void detect_arch(void) {}
+#endif
+
+#ifndef TG_X86
+static size_t cpuid_cache_bytes(void) { return 0; }
 #endif
 
 /* $TINYGPT_CPU_MASK: optional features to ignore ("avx_vnni,avx512_vnni",
@@ -89,6 +125,28 @@ static void detect(void) {
     supported[TG_ISA_SCALAR] = 1;
     detect_arch();
     apply_mask();
+}
+
+size_t tg_cpu_cache_bytes(void) { return cpuid_cache_bytes(); }
+
+size_t tg_cpuid_cache_leaf_bytes(unsigned eax, unsigned ebx, unsigned ecx, int *level) {
+    unsigned type = eax & 31; /* 1 data, 2 instruction, 3 unified */
+    *level = (int)((eax >> 5) & 7);
+    if (type != 1 && type != 3) return 0;
+    size_t ways = (ebx >> 22) + 1, parts = ((ebx >> 12) & 0x3ff) + 1, line = (ebx & 0xfff) + 1;
+    return ways * parts * line * ((size_t)ecx + 1);
+}
+
+/* The associativity codes 0 (no cache) and 9 (fields in 0x8000001D) leave
+ * the size field without meaning. */
+size_t tg_cpuid_amd_l2_bytes(unsigned ecx) {
+    unsigned assoc = (ecx >> 12) & 15;
+    return assoc == 0 || assoc == 9 ? 0 : (size_t)(ecx >> 16) << 10;
+}
+
+size_t tg_cpuid_amd_l3_bytes(unsigned edx) {
+    unsigned assoc = (edx >> 12) & 15;
+    return assoc == 0 || assoc == 9 ? 0 : (size_t)(edx >> 18) << 19;
 }
 
 const char *tg_isa_name(tg_isa isa) {

@@ -51,6 +51,21 @@ typedef enum tg_cpu_feature {
 int tg_cpu_has(tg_cpu_feature f); /* 0 also when named in $TINYGPT_CPU_MASK */
 const char *tg_cpu_feature_name(tg_cpu_feature f);
 
+/* The largest data or unified cache one core can use, in bytes, as cpuid
+ * tells it (x86; 0 elsewhere, or when cpuid gives no figure to trust): the
+ * deterministic cache leaves (4 on Intel, 0x8000001D on AMD with TOPOEXT),
+ * else AMD's 0x80000006 L3 then L2 fields, skipping one whose associativity
+ * code is 0 (absent) or 9 ("see 0x8000001D"; under some hypervisors its
+ * size field is the whole host's L3: 508 MiB on a Zen 5 VM with 32 MB). */
+size_t tg_cpu_cache_bytes(void);
+/* The decoders behind it, pure so tests can feed them register values.
+ * One deterministic cache leaf (eax, ebx, ecx of leaf 4 / 0x8000001D):
+ * its size if it describes a data or unified cache (*level set), else 0. */
+size_t tg_cpuid_cache_leaf_bytes(unsigned eax, unsigned ebx, unsigned ecx, int *level);
+/* AMD 0x80000006: the L2 (ecx) and L3 (edx) fields; 0 when not valid. */
+size_t tg_cpuid_amd_l2_bytes(unsigned ecx);
+size_t tg_cpuid_amd_l3_bytes(unsigned edx);
+
 /* The best supported ISA. */
 tg_isa tg_isa_best(void);
 /* Does this build hold kernels for isa (scalar always; the arch's init file

@@ -36,38 +36,50 @@ double tg_fma_probe_ref(long iters, float m, float c, float x0, int *lanes) {
     return sum;
 }
 
-/* Reads a sysfs cache attribute ("3", "32768K", "1M"); -1 if absent. */
-static long read_cache_attr(int index, const char *name) {
-    char path[96], buf[32];
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
+/* Reads a sysfs cache attribute of cpu0's cache `index` into buf; 0 if absent. */
+static int read_cache_attr(const char *dir, int index, const char *name, char *buf, int n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/index%d/%s", dir, index, name);
     FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    long v = -1;
-    if (fgets(buf, sizeof buf, f)) {
-        char *end;
-        v = strtol(buf, &end, 10);
-        if (*end == 'K') v <<= 10;
-        else if (*end == 'M') v <<= 20;
-        else if (*end == 'G') v <<= 30;
-    }
+    if (!f) return 0;
+    int ok = fgets(buf, n, f) != NULL;
     fclose(f);
+    return ok;
+}
+
+/* "3", "32768K", "1M" -> the number; -1 if not one. */
+static long parse_size(const char *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || v < 0) return -1;
+    if (*end == 'K') v <<= 10;
+    else if (*end == 'M') v <<= 20;
+    else if (*end == 'G') v <<= 30;
     return v;
 }
 
-/* sysfs first: under some hypervisors cpuid (which sysconf reads) reports
- * the host's cache, not the guest's. */
-size_t tg_llc_bytes(void) {
+size_t tg_llc_bytes_sysfs(const char *dir) {
     long best_level = 0, size = 0;
+    char buf[64];
     for (int i = 0; i < 16; i++) {
-        long level = read_cache_attr(i, "level"), sz = read_cache_attr(i, "size");
-        if (level < 0 || sz <= 0) continue;
-        if (level > best_level) best_level = level, size = sz;
+        if (!read_cache_attr(dir, i, "type", buf, sizeof buf)) continue;
+        if (strncmp(buf, "Unified", 7) && strncmp(buf, "Data", 4)) continue;
+        long level = read_cache_attr(dir, i, "level", buf, sizeof buf) ? parse_size(buf) : -1;
+        long sz = read_cache_attr(dir, i, "size", buf, sizeof buf) ? parse_size(buf) : -1;
+        if (level <= 0 || sz <= 0) continue;
+        if (level > best_level || (level == best_level && sz > size)) best_level = level, size = sz;
     }
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    if (size <= 0) size = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (size <= 0) size = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
     return size > 0 ? (size_t)size : 0;
+}
+
+/* sysfs first (the kernel's view, which a hypervisor can set right), then
+ * cpuid's cache leaves, which engine/cpu.c reads with care. Not sysconf:
+ * glibc takes the L3 from cpuid 0x80000006 even when its associativity
+ * code says the field is not to be used (508 MiB on a 32 MB Zen 5 VM). */
+size_t tg_llc_bytes(void) {
+    size_t size = tg_llc_bytes_sysfs("/sys/devices/system/cpu/cpu0/cache");
+    if (!size) size = tg_cpu_cache_bytes();
+    return size;
 }
 
 size_t tg_dram_probe_bytes(void) {

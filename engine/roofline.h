@@ -54,8 +54,14 @@ tg_status tg_roofline_measure(tg_roofline *r, tg_pool *pool, int nth, tg_isa isa
 double tg_roofline_time(const tg_roofline *r, double flops, double bytes);
 
 /* The last-level cache size in bytes (0 if unknown): a working set below
- * it is served from cache, faster than the DRAM roofline. */
+ * it is served from cache, faster than the DRAM roofline. sysfs, then
+ * cpuid (tg_cpu_cache_bytes); where neither gives the L3 (the sandbox VM
+ * has no sysfs cache nodes and no 0x8000001D) it is the largest cache that
+ * can be confirmed, e.g. the L2, a safe underestimate for both its users. */
 size_t tg_llc_bytes(void);
+/* Its sysfs source: the largest data/unified cache of the highest level
+ * under dir (.../cpu0/cache, files indexN/type, level, size); 0 if none. */
+size_t tg_llc_bytes_sysfs(const char *dir);
 
 /* Default DRAM probe size: 8x the last-level cache, at least 256 MiB, at
  * most 1 GiB. */

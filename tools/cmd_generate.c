@@ -910,8 +910,8 @@ int cmd_generate(int argc, char **argv) {
         size_t keep = (size_t)(C - room);
         if (keep < 1) keep = 1;
         skip = n_ids - keep;
-        fprintf(stderr, "tinygpt generate: prompt truncated from %zu to its last %zu tokens\n",
-                n_ids, keep);
+        fprintf(stderr, "tinygpt generate: prompt truncated from %zu to its last %zu token%s\n",
+                n_ids, keep, keep == 1 ? "" : "s");
     }
     int n_prompt = (int)(n_ids - skip);
     const int *prompt_ids = ids + skip;

@@ -135,10 +135,10 @@ int cmd_quantize(int argc, char **argv) {
         s = tg_gguf_set_kv_from(gw, src, kv, &err);
     }
     if (!s && llama)
-        s = tg_llama_to_gguf_ex(gw, &m.cfg, &m.llama, vocab, dt, odt, TG_LLAMA_WRITE_F16_FALLBACK, &n_fallback,
+        s = tg_llama_to_gguf_ex(gw, &m.cfg, &m.llama, vocab, dt, odt, TG_WRITE_F16_FALLBACK, &n_fallback,
                                 &err);
     else if (!s)
-        s = tg_gpt2_to_gguf_ex(gw, &m.cfg, &m.w, vocab, dt, odt, &err);
+        s = tg_gpt2_to_gguf_ex(gw, &m.cfg, &m.w, vocab, dt, odt, TG_WRITE_F16_FALLBACK, &n_fallback, &err);
     if (!s) s = tg_gguf_write(gw, ps.p[1], &err);
     tg_gguf_writer_free(gw);
     tg_model_free(&m);

@@ -15,8 +15,8 @@ static const char *const CMD = "tokenize";
 
 static void help(FILE *f) {
     fprintf(f,
-            "usage: tinygpt tokenize [-m MODEL] (-p TEXT | -f FILE) [--json] [--verbose]\n"
-            "                        [--no-parse-special]\n"
+            "usage: tinygpt tokenize [-m MODEL | --tokenizer PATH] (-p TEXT | -f FILE) [--json]\n"
+            "                        [--verbose] [--no-parse-special]\n"
             "  -m, --model MODEL   GGUF file (a vocabulary-only one will do) or Hugging Face\n"
             "                      folder (vocab.json, merges.txt) (default: the shipped\n"
             "                      model, or $TINYGPT_MODEL)\n"
@@ -30,8 +30,8 @@ static void help(FILE *f) {
             "  --no-parse-special  treat \"<|endoftext|>\" in the text as plain text (as the\n"
             "                      reference GPT-2 encoder does); by default it is the special\n"
             "                      token, as in `generate`\n"
-            "  --tokenizer PATH    use this vocabulary instead of the model's: llama2.c\n"
-            "                      tokenizer.bin, GGUF, tokenizer.json or HF folder\n");
+            "  --tokenizer PATH    use this vocabulary instead of a model's (not with -m):\n"
+            "                      llama2.c tokenizer.bin, GGUF, tokenizer.json or HF folder\n");
 }
 
 /* Bytes as a C-like literal: printable ASCII and valid UTF-8 as is, the
@@ -87,7 +87,10 @@ int cmd_tokenize(int argc, char **argv) {
     int parsed = cli_parse(CMD, help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
     if (!prompt == !file) return cli_usage(CMD, "give the text with exactly one of -p TEXT or -f FILE");
-    if (!model_path && !(model_path = cli_default_model()))
+    if (model_path && tok_path)
+        return cli_usage(CMD, "-m and --tokenizer are exclusive: tokenize reads one vocabulary, the model's "
+                              "(-m MODEL) or --tokenizer PATH's");
+    if (!tok_path && !model_path && !(model_path = cli_default_model()))
         return cli_error(CMD, "no model given and the default model weights/shakespeare-4h.gguf is not "
                               "there; pass -m MODEL (a GGUF file or a Hugging Face folder)");
 

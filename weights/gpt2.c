@@ -478,14 +478,23 @@ static uint32_t file_type(tg_dtype d) {
     }
 }
 
+int wt_pick_dtype(int dt, int cols, int fallback, int *n) {
+    if ((dt != TG_DTYPE_Q8_0 && dt != TG_DTYPE_Q4_0) || cols % 32 == 0 || !fallback) return dt;
+    if (n) (*n)++;
+    return TG_DTYPE_F16;
+}
+
 tg_status tg_gpt2_to_gguf(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
                           const tg_vocab *vocab, tg_dtype dtype, tg_err *err) {
-    return tg_gpt2_to_gguf_ex(gw, cfg, w, vocab, dtype, dtype, err);
+    return tg_gpt2_to_gguf_ex(gw, cfg, w, vocab, dtype, dtype, 0, NULL, err);
 }
 
 tg_status tg_gpt2_to_gguf_ex(tg_gguf_writer *gw, const tg_gpt2_config *cfg, const tg_gpt2_weights *w,
-                             const tg_vocab *vocab, tg_dtype dtype, tg_dtype out_dtype, tg_err *err) {
+                             const tg_vocab *vocab, tg_dtype dtype, tg_dtype out_dtype, int flags, int *n_fallback,
+                             tg_err *err) {
     tg_status s;
+    if (n_fallback) *n_fallback = 0;
+    int fallback = flags & TG_WRITE_F16_FALLBACK;
     if (out_dtype != TG_DTYPE_F32 && out_dtype != TG_DTYPE_F16 && out_dtype != TG_DTYPE_BF16 &&
         out_dtype != TG_DTYPE_Q8_0 && out_dtype != TG_DTYPE_Q4_0)
         return tg_fail(err, TG_ERR_ARG, "gpt2 writer: unknown output dtype %d", (int)out_dtype);
@@ -494,7 +503,7 @@ tg_status tg_gpt2_to_gguf_ex(tg_gguf_writer *gw, const tg_gpt2_config *cfg, cons
         return tg_fail(err, TG_ERR_ARG, "gpt2 writer: unknown dtype %d", (int)dtype);
     int block = dtype == TG_DTYPE_Q8_0 || dtype == TG_DTYPE_Q4_0;
     int out_block = out_dtype == TG_DTYPE_Q8_0 || out_dtype == TG_DTYPE_Q4_0;
-    if (w && (block || out_block) && (cfg->n_embd % 32 || cfg->n_ff % 32))
+    if (w && !fallback && (block || out_block) && (cfg->n_embd % 32 || cfg->n_ff % 32))
         return tg_fail(err, TG_ERR_ARG, "gpt2 writer: %s needs the width (%d) and feed-forward length (%d) to be multiples of 32",
                        tg_ggml_type_name(block ? dtype : out_dtype), cfg->n_embd, cfg->n_ff);
     if (w && (s = tg_gpt2_config_check(cfg, "gpt2 writer", err))) return s;
@@ -543,7 +552,7 @@ tg_status tg_gpt2_to_gguf_ex(tg_gguf_writer *gw, const tg_gpt2_config *cfg, cons
             continue;
         }
         tg_weight v = *sl->wdst;
-        tg_dtype dt = i == n - 1 ? out_dtype : dtype;
+        tg_dtype dt = (tg_dtype)wt_pick_dtype(i == n - 1 ? out_dtype : dtype, (int)sl->shape[1], fallback, n_fallback);
         if (i == n - 1 && (w->tied || !v.data)) v = w->wte; /* llama.cpp wants output.weight */
         if (!v.data) {
             s = tg_fail(err, TG_ERR_ARG, "gpt2 writer: tensor '%s' is NULL", sl->name);

@@ -131,10 +131,12 @@ tg_status tg_gpt2_to_gguf(struct tg_gguf_writer *gw, const tg_gpt2_config *cfg,
 
 /* tg_gpt2_to_gguf with output.weight in its own type (e.g. f32 or q8_0 while
  * the other matrices are q4_0). A tied model then keeps the key but loads
- * untied when the bytes differ from token_embd's. */
+ * untied when the bytes differ from token_embd's. flags and *n_fallback as
+ * for tg_llama_to_gguf_ex: with TG_WRITE_F16_FALLBACK a matrix whose rows
+ * are not a multiple of 32 is written in F16 instead of Q8_0/Q4_0. */
 tg_status tg_gpt2_to_gguf_ex(struct tg_gguf_writer *gw, const tg_gpt2_config *cfg,
                              const tg_gpt2_weights *w, const tg_vocab *vocab, tg_dtype dtype,
-                             tg_dtype out_dtype, tg_err *err);
+                             tg_dtype out_dtype, int flags, int *n_fallback, tg_err *err);
 
 /* Frees a vocabulary's strings and arrays (not the struct), leaving it empty. */
 void tg_vocab_free(tg_vocab *v);

@@ -74,6 +74,10 @@ tg_status llama_bind_gguf(tg_gpt2_model *m, const char *path, int flags, tg_err 
 tg_status wt_vocab_from_gguf(tg_vocab *v, const tg_gguf *g, const char *path, int required,
                              tg_err *err);
 /* tokenizer.ggml.* <- v (the writer side of the same). */
+/* The type a matrix with rows of `cols` is written in, by both writers:
+ * dt, or F16 when dt is a 32-block type (Q8_0, Q4_0) the rows do not divide
+ * into and the caller allows the fallback (counted in *n, may be NULL). */
+int wt_pick_dtype(int dt, int cols, int fallback, int *n);
 tg_status wt_vocab_to_gguf(struct tg_gguf_writer *gw, const tg_vocab *v, tg_err *err);
 
 /* Loads a Hugging Face GPT-2 folder into m (hf.c); flags: TG_LOAD_*. */

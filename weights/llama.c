@@ -358,14 +358,7 @@ static int known_dtype(int d) {
 
 static int block_dtype(int d) { return d == TG_DTYPE_Q8_0 || d == TG_DTYPE_Q4_0; }
 
-/* The type a matrix with rows of `cols` is written in: dt, or F16 when dt
- * is a 32-block type the rows do not divide into and the caller allows the
- * fallback (counted in *n). */
-static int pick_dtype(int dt, int cols, int fallback, int *n) {
-    if (!block_dtype(dt) || cols % 32 == 0 || !fallback) return dt;
-    if (n) (*n)++;
-    return TG_DTYPE_F16;
-}
+#define pick_dtype wt_pick_dtype
 
 /* Adds a matrix in type dt; perm_hs > 0 permutes its rows from halves order. */
 static tg_status add_matrix(tg_gguf_writer *gw, const char *name, const tg_weight *v, int rows, int cols, int dt,

@@ -96,7 +96,8 @@ tg_status tg_llama_to_gguf(struct tg_gguf_writer *gw, const tg_model_config *cfg
  * rows are not a multiple of 32 written in F16 instead of a 32-block type
  * (Q8_0, Q4_0) rather than refusing the model; *n_fallback (may be NULL)
  * counts those matrices. */
-#define TG_LLAMA_WRITE_F16_FALLBACK 1
+#define TG_WRITE_F16_FALLBACK 1 /* the same flag and rule for tg_gpt2_to_gguf_ex */
+#define TG_LLAMA_WRITE_F16_FALLBACK TG_WRITE_F16_FALLBACK
 tg_status tg_llama_to_gguf_ex(struct tg_gguf_writer *gw, const tg_model_config *cfg,
                               const tg_llama_weights *w, const struct tg_vocab *vocab, int dtype,
                               int out_dtype, int flags, int *n_fallback, tg_err *err);

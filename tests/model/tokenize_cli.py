@@ -93,6 +93,13 @@ with tempfile.TemporaryDirectory() as tmp:
         r = run(*args)
         check(r.returncode == 2 and b"tinygpt tokenize: " in r.stderr,
               f"{args}: exit {r.returncode}, want 2: {r.stderr[-120:]!r}")
+    # -m and --tokenizer together: a usage error naming both (it used to run
+    # on --tokenizer's vocabulary and ignore -m without a word)
+    r = run("-m", model, "--tokenizer", model, "-p", "x")
+    check(r.returncode == 2 and b"-m and --tokenizer are exclusive" in r.stderr,
+          f"-m with --tokenizer: exit {r.returncode}, want 2: {r.stderr[-160:]!r}")
+    r = run("--tokenizer", model, "-p", "x")
+    check(r.returncode == 0 and r.stdout.strip(), f"--tokenizer alone: exit {r.returncode}: {r.stderr[-160:]!r}")
     # missing model / file, not a model: exit 1 naming the path
     missing = os.path.join(tmp, "no-such-model.gguf")
     r = run("-m", missing, "-p", "x")

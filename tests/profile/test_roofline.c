@@ -4,6 +4,10 @@
  * max(compute, memory). Speeds themselves are never asserted. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/roofline.h"
 
@@ -79,4 +83,71 @@ Test(roofline, bound_is_the_slower_of_compute_and_memory) {
     tg_roofline none = {0};
     cr_assert_float_eq(tg_roofline_time(&none, 1e9, 1e9), 0.0, 0);
     cr_assert(tg_dram_probe_bytes() >= ((size_t)256 << 20));
+}
+
+/* ---- the last-level cache size ------------------------------------------- */
+
+Test(llc, cpuid_decoders) {
+    /* cpuid 0x80000006 on the Zen 5 VM (32 MB L3, 1 MB L2): the L3 field
+     * says 1016 x 512 KiB (the host's whole L3, which glibc's sysconf
+     * reports) with associativity code 9, "see 0x8000001D": not a size. */
+    cr_assert_eq(tg_cpuid_amd_l3_bytes(0x0fe09140u), 0);
+    cr_assert_eq(tg_cpuid_amd_l2_bytes(0x04006140u), (size_t)1 << 20);
+    /* A valid code (0xF, fully associative), 64 x 512 KiB; code 0 = none. */
+    cr_assert_eq(tg_cpuid_amd_l3_bytes((64u << 18) | 0xF140u), (size_t)32 << 20);
+    cr_assert_eq(tg_cpuid_amd_l3_bytes(64u << 18), 0);
+    /* Deterministic cache leaf of a Zen 5 L3: unified (3), level 3, 16 ways,
+     * 1 partition, 64-byte lines, 32768 sets = 32 MiB. */
+    int level = 0;
+    cr_assert_eq(tg_cpuid_cache_leaf_bytes(3u | 3u << 5, 15u << 22 | 63u, 32767u, &level),
+                 (size_t)32 << 20);
+    cr_assert_eq(level, 3);
+    /* An instruction cache (2) never counts. */
+    cr_assert_eq(tg_cpuid_cache_leaf_bytes(2u | 1u << 5, 7u << 22 | 63u, 63u, &level), 0);
+}
+
+static void put(const char *dir, int idx, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/index%d", dir, idx);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/index%d/%s", dir, idx, name);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "%s", path);
+    fprintf(f, "%s\n", text);
+    fclose(f);
+}
+
+Test(llc, sysfs_parser) {
+    char dir[] = "/tmp/tg_llc_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    cr_assert_eq(tg_llc_bytes_sysfs(dir), 0); /* no index* nodes: unknown */
+    static const struct { const char *type, *level, *size; } c[] = {
+        {"Data", "1", "48K"}, {"Instruction", "1", "32K"},
+        {"Unified", "2", "1024K"}, {"Unified", "3", "32768K"}, {"Instruction", "4", "64M"}};
+    for (int i = 0; i < 5; i++) {
+        put(dir, i, "type", c[i].type);
+        put(dir, i, "level", c[i].level);
+        put(dir, i, "size", c[i].size);
+    }
+    cr_assert_eq(tg_llc_bytes_sysfs(dir), (size_t)32 << 20);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* On this machine: sysfs when it has cache nodes, else cpuid's careful
+ * reading, never glibc's misread 0x80000006 L3; the DRAM probe follows. */
+Test(llc, machine) {
+    size_t sys = tg_llc_bytes_sysfs("/sys/devices/system/cpu/cpu0/cache");
+    size_t llc = tg_llc_bytes();
+    cr_assert_eq(llc, sys ? sys : tg_cpu_cache_bytes());
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    long glibc_l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (!sys && glibc_l3 > 0 && tg_cpu_cache_bytes() != (size_t)glibc_l3)
+        cr_assert_neq(llc, (size_t)glibc_l3);
+#endif
+    size_t want = llc * 8;
+    if (want < ((size_t)256 << 20)) want = (size_t)256 << 20;
+    if (want > ((size_t)1024 << 20)) want = (size_t)1024 << 20;
+    cr_assert_eq(tg_dram_probe_bytes(), want);
 }

@@ -83,6 +83,18 @@ def check_rows(ck, exe, cmd, h, *mode):
              % (cmd, sorted(set(table) - rows)))
     ck.check(rows - set(table) == set(), "%s: rows in --help that are no option: %s"
              % (cmd, sorted(rows - set(table))))
+    # option rows: a description on the row's own line starts in the help's
+    # description column (the most common one) if the option fits before it,
+    # else well past it (an overflow row); one column off reads as a typo, as
+    # compare's "-p, --prompt PROMPT" once was
+    cols = []
+    for line in h.text.splitlines():
+        m = re.match(r"(  -\S(?:\S| (?! ))*)  +(?=\S)", line)
+        if m: cols.append((m.end(), len(m.group(1)), line))
+    if cols:
+        col = max(set(c for c, _, _ in cols), key=[c for c, _, _ in cols].count)
+        bad = [line for c, w, line in cols if (c != col if w + 2 <= col else c < col + 2)]
+        ck.check(not bad, "%s: option rows whose description is not in column %d: %s" % (cmd, col, bad))
     missing = [o for o in h.usage_options() if o not in rows]
     ck.check(not missing, "%s: usage-line options without a row: %s" % (cmd, missing))
     for names, meta, desc in h.rows:

@@ -368,7 +368,23 @@ with tempfile.TemporaryDirectory() as tmp:
     expect(["quantize", p("w64.gguf"), p("bad.gguf"), "--type", "q5_0"], 2, b"--type")
     expect(["quantize", p("w64.gguf")], 2, b"required")
     expect(["quantize", p("missing.gguf"), p("bad.gguf"), "--type", "q8_0"], 1, b"missing")
-    expect(["quantize", m, p("bad.gguf"), "--type", "q8_0"], 1, b"multiples of 32")
+    # a width that is not a multiple of 32 (m: n_embd 16, n_ff 64): the
+    # matrices with rows of 16 fall back to f16, as a Llama's do, and the
+    # summary says how many; rows of 64 (ffn_down) are still q8_0
+    mj = json.loads(expect(["inspect", "--json", m], 0).stdout)
+    check(mj["n_embd"] % 32 != 0, f"m.gguf has width {mj['n_embd']}, the fallback case needs another")
+    r = expect(["quantize", m, p("fb.gguf"), "--type", "q8_0"], 0)
+    j = json.loads(expect(["inspect", "--json", p("fb.gguf")], 0).stdout)
+    types = {t["name"]: t["type"] for t in j["tensors"]}
+    mats = {t["name"]: t for t in j["tensors"] if len(t["shape"]) == 2}  # shape [rows, cols]
+    want = {n: ("Q8_0" if t["shape"][1] % 32 == 0 else "F16") for n, t in mats.items()
+            if n != "position_embd.weight"}
+    check(want and all(types[n] == w for n, w in want.items()), f"fallback types {types}, want {want}")
+    n_fb = sum(w == "F16" for w in want.values())
+    check(n_fb > 0 and f"{n_fb} matri".encode() in r.stdout and b"kept in f16" in r.stdout,
+          f"fallback summary {r.stdout!r} ({n_fb} fell back)")
+    expect(["generate", "-m", p("fb.gguf"), "-p", "ab", "-n", "4", "--temp", "0"], 0)
+    expect(["quantize", p("w64.gguf"), p("bad.gguf"), "--type", "q9_0"], 2, b"--type")
     check(not os.path.exists(p("bad.gguf")), "a failed quantize left its output")
     gen = [expect(["generate", "-m", f, "-p", "ab", "-n", "8", "--temp", "0"], 0).stdout
            for f in (p("w64.gguf"), p("w-q8_0.gguf"))]
