@@ -101,27 +101,31 @@ size_t tg_dram_probe_bytes(void) {
 enum { N_WINDOWS = 2 };
 
 typedef struct read_job {
+    tg_read_probe_fn read;    /* the widest loads this CPU has */
     const uint64_t *buf;
     size_t n;                 /* uint64 words in a window */
     size_t w0;                /* first word of this pass's window */
     uint64_t sums[64];        /* one per thread (nth <= 64 here) */
 } read_job;
 
-/* Sum of words[i0..i1): eight accumulators so loads are independent and
- * the compiler can vectorise; the sum only keeps the reads alive. */
-static uint64_t read_words(const uint64_t *w, size_t i0, size_t i1) {
+/* The C reference read kernel: eight accumulators so loads are independent
+ * and the compiler can vectorise (with the baseline vector unit). */
+uint64_t tg_read_probe_ref(const uint64_t *w, size_t n) {
     uint64_t s[8] = {0};
-    size_t i = i0;
-    for (; i + 8 <= i1; i += 8)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++) s[k] += w[i + k];
-    for (; i < i1; i++) s[0] += w[i];
+    for (; i < n; i++) s[0] += w[i];
     return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
+/* Thread ith's share: whole 256-byte chunks (the kernels' step), so every
+ * share starts 64-byte aligned. */
 static void read_task(void *ctx, int ith, int nth) {
     read_job *j = ctx;
-    size_t i0 = j->n * (size_t)ith / (size_t)nth, i1 = j->n * (size_t)(ith + 1) / (size_t)nth;
-    j->sums[ith] += read_words(j->buf + j->w0, i0, i1);
+    size_t chunks = j->n / 32;
+    size_t c0 = chunks * (size_t)ith / (size_t)nth, c1 = chunks * (size_t)(ith + 1) / (size_t)nth;
+    j->sums[ith] += j->read(j->buf + j->w0 + c0 * 32, (c1 - c0) * 32);
 }
 
 struct tg_dram_probe {
@@ -134,7 +138,7 @@ tg_status tg_dram_probe_create(tg_dram_probe **out, size_t bytes, tg_err *err) {
     *out = NULL;
     if (bytes == 0) bytes = tg_dram_probe_bytes();
     bytes &= ~(size_t)63;
-    if (bytes < 64 * N_WINDOWS)
+    if (bytes < 256 * N_WINDOWS)
         return tg_fail(err, TG_ERR_ARG, "roofline: DRAM probe buffer too small");
     tg_dram_probe *p = calloc(1, sizeof *p);
     if (!p) return tg_fail(err, TG_ERR_NOMEM, "roofline: out of memory");
@@ -147,7 +151,8 @@ tg_status tg_dram_probe_create(tg_dram_probe **out, size_t bytes, tg_err *err) {
     size_t words = bytes / sizeof(uint64_t);
     for (size_t i = 0; i < words; i++) p->buf[i] = i * 0x9E3779B97F4A7C15u; /* fault pages in */
     p->job.buf = p->buf;
-    p->job.n = words / N_WINDOWS;
+    p->job.n = words / N_WINDOWS / 32 * 32; /* whole chunks: windows stay 256-byte aligned */
+    p->job.read = tg_read_probe_arch(tg_isa_best());
     *out = p;
     return TG_OK;
 }

@@ -87,6 +87,23 @@ double tg_fma_probe_neon(long iters, float m, float c, float x0, int *lanes);
  * the architecture has none for it). Defined per architecture. */
 tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa);
 
+/* ---- DRAM read probe kernels ----------------------------------------------
+ *
+ * The sum of words[0..n) (n a multiple of 32, words 64-byte aligned), in
+ * independent accumulators so the loads never wait on each other: the
+ * sum only keeps the reads alive. The probe must read at least as fast as
+ * any kernel it judges, so it loads the widest vectors the CPU has: the
+ * baseline (SSE2) loop read ~20% less than 256- and 512-bit loads on a
+ * Zen 5 (33 vs 40-41 GB/s, 2026-12-03), and decode GEMVs then measured
+ * above 100% of it. */
+typedef uint64_t (*tg_read_probe_fn)(const uint64_t *words, size_t n);
+uint64_t tg_read_probe_ref(const uint64_t *words, size_t n);
+uint64_t tg_read_probe_avx2(const uint64_t *words, size_t n);
+uint64_t tg_read_probe_avx512(const uint64_t *words, size_t n);
+/* The read kernel for `isa` on this architecture (the C reference where
+ * it has none). Defined per architecture. */
+tg_read_probe_fn tg_read_probe_arch(tg_isa isa);
+
 /* ---- a cheap clock for timing many short ops ------------------------------
  *
  * The profiler reads the clock twice per op, and attention ops can last a

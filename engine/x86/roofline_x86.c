@@ -11,6 +11,12 @@ tg_fma_probe_fn tg_fma_probe_arch(tg_isa isa) {
     return tg_fma_probe_ref;
 }
 
+tg_read_probe_fn tg_read_probe_arch(tg_isa isa) {
+    if (isa == TG_ISA_AVX512) return tg_read_probe_avx512;
+    if (isa == TG_ISA_AVX2) return tg_read_probe_avx2;
+    return tg_read_probe_ref;
+}
+
 static uint64_t ticks_tsc(void) { return __rdtsc(); }
 
 /* Only an invariant TSC (CPUID 0x80000007 EDX bit 8) ticks at a constant

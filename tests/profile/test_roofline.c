@@ -41,6 +41,29 @@ Test(roofline, fma_kernels_compute_their_chains) {
     }
 }
 
+/* Every read kernel sums exactly the words it is given (mod 2^64): it reads
+ * all n of them and nothing else. The sum is computed here word by word. */
+Test(roofline, read_kernels_read_every_word) {
+    enum { N = 32 * 37 };
+    uint64_t *w = aligned_alloc(64, (N + 32) * sizeof *w);
+    cr_assert(w);
+    uint64_t x = 0x243F6A8885A308D3u;
+    for (int i = 0; i < N + 32; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        w[i] = x;
+    }
+    for (int isa = 0; isa < TG_ISA_COUNT; isa++) {
+        if (!tg_isa_supported((tg_isa)isa)) continue;
+        tg_read_probe_fn fn = tg_read_probe_arch((tg_isa)isa);
+        for (size_t n = 0; n <= N; n += 32 * 6) {
+            uint64_t want = 0;
+            for (size_t i = 0; i < n; i++) want += w[i];
+            cr_assert_eq(fn(w, n), want, "%s n %zu", tg_isa_name((tg_isa)isa), n);
+        }
+    }
+    free(w);
+}
+
 Test(roofline, probes_measure_something) {
     tg_pool *pool;
     tg_err err;
