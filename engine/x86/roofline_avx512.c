@@ -15,6 +15,9 @@ uint64_t tg_read_probe_avx512(const uint64_t *w, size_t n) {
         a2 = _mm512_add_epi64(a2, _mm512_load_si512(w + i + 16));
         a3 = _mm512_add_epi64(a3, _mm512_load_si512(w + i + 24));
     }
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1),
-                                                              _mm512_add_epi64(a2, a3)));
+    /* summed as unsigned words: _mm512_reduce_add_epi64 adds signed ones,
+     * whose wrap-around is undefined behaviour in C */
+    uint64_t s[8];
+    _mm512_storeu_si512(s, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
