@@ -110,6 +110,18 @@ ALWAYS_INLINE __m256 small_row_zmm(int q4, const char *wo, int bs, const small_x
     small_row((q4), (unsig), (wo), (bs), (x), (sc), (nb), (lane_w))
 #endif
 
+/* The rows of a 4-row unit at wo, stride *ld: in place when all 4 exist
+ * (n == 4); else the last n rows copied into tail (4 rows of rb bytes)
+ * with zero rows after them, and *ld = rb. */
+ALWAYS_INLINE const char *small_unit_rows(char *tail, const char *wo, size_t *ld, int n,
+                                          size_t rb) {
+    if (n == 4) return wo;
+    memset(tail, 0, 4 * rb);
+    for (int i = 0; i < n; i++) memcpy(tail + i * rb, wo + (size_t)i * *ld, rb);
+    *ld = rb;
+    return tail;
+}
+
 #ifdef GEMV_SMALL_ZMM
 /* ---- Q8_0 at IN = 128 and 512 on AVX512-VNNI: 16 blocks per reduction ----
  *
@@ -193,13 +205,8 @@ static void gemv_q8_small4(float *y, const small_x *x, const char *w, size_t ldw
     _Alignas(64) char tail[4 * 4 * sizeof(tg_block_q8_0)];
     for (int o = o0; o < o1; o += 4) {
         int n = o1 - o < 4 ? o1 - o : 4;
-        const char *wo = w + (size_t)o * ldw;
         size_t ld = ldw;
-        if (n < 4) { /* the last rows, with zero rows after them */
-            memset(tail, 0, sizeof tail);
-            for (int i = 0; i < n; i++) memcpy(tail + i * rb, wo + (size_t)i * ldw, rb);
-            wo = tail, ld = rb;
-        }
+        const char *wo = small_unit_rows(tail, w + (size_t)o * ldw, &ld, n, rb);
         const char *vr[4] = {wo, wo + ld, wo + 2 * ld, wo + 3 * ld};
         __m256i h;
         if (ld == rb) { /* the 16 blocks back to back */
@@ -286,13 +293,8 @@ static void gemv_q8_small4_ymm(int unsig, float *y, const small_x *x, const char
     _Alignas(32) char tail[4 * 4 * sizeof(tg_block_q8_0)];
     for (int o = o0; o < o1; o += 4) {
         int n = o1 - o < 4 ? o1 - o : 4;
-        const char *wo = w + (size_t)o * ldw;
         size_t ld = ldw;
-        if (n < 4) { /* the last rows, with zero rows after them */
-            memset(tail, 0, sizeof tail);
-            for (int i = 0; i < n; i++) memcpy(tail + i * rb, wo + (size_t)i * ldw, rb);
-            wo = tail, ld = rb;
-        }
+        const char *wo = small_unit_rows(tail, w + (size_t)o * ldw, &ld, n, rb);
         __m256 ra = small8_rows(unsig, wo, wo + ld, x, dx);
         __m256 rc = small8_rows(unsig, wo + 2 * ld, wo + 3 * ld, x, dx);
         /* [r0, r2, r0, r2 | r1, r3, r1, r3] -> r0, r1, r2, r3 */
