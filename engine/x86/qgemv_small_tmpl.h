@@ -122,6 +122,18 @@ ALWAYS_INLINE const char *small_unit_rows(char *tail, const char *wo, size_t *ld
     return tail;
 }
 
+/* y[o..o+n) = the unit's first n sums v (+ b): one store for a whole unit */
+ALWAYS_INLINE void small_unit_store(float *y, const float *b, int o, int n, __m128 v) {
+    if (n == 4) {
+        if (b) v = _mm_add_ps(v, _mm_loadu_ps(b + o));
+        _mm_storeu_ps(y + o, v);
+    } else {
+        float t[4];
+        _mm_storeu_ps(t, v);
+        for (int i = 0; i < n; i++) y[o + i] = b ? t[i] + b[o + i] : t[i];
+    }
+}
+
 #ifdef GEMV_SMALL_ZMM
 /* ---- Q8_0 at IN = 128 and 512 on AVX512-VNNI: 16 blocks per reduction ----
  *
@@ -185,17 +197,6 @@ ALWAYS_INLINE __m512 small16_scales(__m256i h, __m512 dx) {
                                  _mm512_mul_ps(_mm512_cvtph_ps(h), dx));
 }
 
-ALWAYS_INLINE void small16_store(float *y, const float *b, int o, int n, __m128 v) {
-    if (n == 4) {
-        if (b) v = _mm_add_ps(v, _mm_loadu_ps(b + o));
-        _mm_storeu_ps(y + o, v);
-    } else {
-        float t[4];
-        _mm_storeu_ps(t, v);
-        for (int i = 0; i < n; i++) y[o + i] = b ? t[i] + b[o + i] : t[i];
-    }
-}
-
 /* IN = 128: 4 rows a unit */
 static void gemv_q8_small4(float *y, const small_x *x, const char *w, size_t ldw, const float *b,
                            int o0, int o1) {
@@ -218,7 +219,7 @@ static void gemv_q8_small4(float *y, const small_x *x, const char *w, size_t ldw
             h = _mm256_inserti128_si256(_mm256_castsi128_si256(s01), s23, 1);
         }
         __m512 r = small16_rows(small16_sums(vr, x, xk), small16_scales(h, dx));
-        small16_store(y, b, o, n, small16_pick(r));
+        small_unit_store(y, b, o, n, small16_pick(r));
     }
 }
 
@@ -244,7 +245,7 @@ static void gemv_q8_small16(float *y, const small_x *x, const char *w, size_t ld
         }
         /* row i: (q0 + q1) + (q2 + q3) */
         __m128 v = _mm_hadd_ps(_mm_hadd_ps(rs[0], rs[1]), _mm_hadd_ps(rs[2], rs[3]));
-        small16_store(y, b, o, n, v);
+        small_unit_store(y, b, o, n, v);
     }
 }
 #endif
@@ -299,14 +300,7 @@ static void gemv_q8_small4_ymm(int unsig, float *y, const small_x *x, const char
         __m256 rc = small8_rows(unsig, wo + 2 * ld, wo + 3 * ld, x, dx);
         /* [r0, r2, r0, r2 | r1, r3, r1, r3] -> r0, r1, r2, r3 */
         __m128 v = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(_mm256_unpacklo_ps(ra, rc), pick));
-        if (n == 4) {
-            if (b) v = _mm_add_ps(v, _mm_loadu_ps(b + o));
-            _mm_storeu_ps(y + o, v);
-        } else {
-            float t[4];
-            _mm_storeu_ps(t, v);
-            for (int i = 0; i < n; i++) y[o + i] = b ? t[i] + b[o + i] : t[i];
-        }
+        small_unit_store(y, b, o, n, v);
     }
 }
 #endif
