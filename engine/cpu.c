@@ -75,7 +75,7 @@ static size_t det_cache_bytes(unsigned leaf) {
     return best;
 }
 
-static size_t cpuid_cache_bytes(void) {
+size_t tg_cpu_cache_bytes(void) {
     unsigned a, b, c, d, max_ext = __get_cpuid_max(0x80000000, NULL);
     int topoext = max_ext >= 0x80000001 && __get_cpuid(0x80000001, &a, &b, &c, &d) &&
                   ((c >> 22) & 1);
@@ -102,7 +102,7 @@ static void detect_arch(void) {}
 #endif
 
 #ifndef TG_X86
-static size_t cpuid_cache_bytes(void) { return 0; }
+size_t tg_cpu_cache_bytes(void) { return 0; }
 #endif
 
 /* $TINYGPT_CPU_MASK: optional features to ignore ("avx_vnni,avx512_vnni",
@@ -127,7 +127,6 @@ static void detect(void) {
     apply_mask();
 }
 
-size_t tg_cpu_cache_bytes(void) { return cpuid_cache_bytes(); }
 
 size_t tg_cpuid_cache_leaf_bytes(unsigned eax, unsigned ebx, unsigned ecx, int *level) {
     unsigned type = eax & 31; /* 1 data, 2 instruction, 3 unified */
