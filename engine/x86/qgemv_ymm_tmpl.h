@@ -33,7 +33,7 @@
  * only its own), so results do not depend on o0/o1; against the reference
  * only the order of the f32 sums differs. */
 
-#define YMM_STACK_BLOCKS 512 /* x prepared on the stack up to IN = 16384 */
+#define YMM_STACK_BLOCKS 512 /* x prepared on the stack in tiles of IN = 16384 */
 
 /* ---- Q4_0 ------------------------------------------------------------------- */
 
@@ -76,7 +76,7 @@ ALWAYS_INLINE __m128 ymm_reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 #endif
 ALWAYS_INLINE void q4y_pass(float *y, const char *w, size_t ldw, const float *b, const int nb,
                             int o, int n, const __m256i *xlo, const __m256i *xhi,
-                            const __m256i *xc, const float *xd) {
+                            const __m256i *xc, const float *xd, int acc_y) {
     const __m256i nib = _mm256_set1_epi8(15);
     const char *wr[4];
     __m256 acc[4];
@@ -111,54 +111,48 @@ ALWAYS_INLINE void q4y_pass(float *y, const char *w, size_t ldw, const float *b,
     else v = ymm_reduce4(acc[0], acc[0], acc[0], acc[0]);
     float t[4];
     _mm_storeu_ps(t, v);
-    for (int r = 0; r < n; r++) y[o + r] = b ? t[r] + b[o + r] : t[r];
+    for (int r = 0; r < n; r++) y[o + r] = acc_y ? y[o + r] + t[r] : b ? t[r] + b[o + r] : t[r];
 }
 
 ALWAYS_INLINE void q4y_rows(float *y, const char *w, size_t ldw, const float *b, const int nb,
                             int o0, int o1, const __m256i *xlo, const __m256i *xhi,
-                            const __m256i *xc, const float *xd) {
+                            const __m256i *xc, const float *xd, int acc_y) {
     for (int o = o0; o < o1; o += Q4Y_ROWS)
-        q4y_pass(y, w, ldw, b, nb, o, o1 - o < Q4Y_ROWS ? o1 - o : Q4Y_ROWS, xlo, xhi, xc, xd);
+        q4y_pass(y, w, ldw, b, nb, o, o1 - o < Q4Y_ROWS ? o1 - o : Q4Y_ROWS, xlo, xhi, xc, xd,
+                 acc_y);
 }
 
+/* x's prepared form for at most YMM_STACK_BLOCKS blocks (25 KB of stack);
+ * longer rows go in tiles of that many blocks, each tile's partial dot
+ * products added to y in tile order: the same operations for a row
+ * wherever it falls (no heap: a kernel cannot fail) */
 static void gemv_q4_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
                         const float *b, int nb, int o0, int o1) {
-    const int np = nb / 2;
-    __m256i xlo_s[YMM_STACK_BLOCKS / 2], xhi_s[YMM_STACK_BLOCKS / 2], xc_s[YMM_STACK_BLOCKS / 2];
-    _Alignas(32) float xd_s[YMM_STACK_BLOCKS];
-    __m256i *xlo = xlo_s, *xhi = xhi_s, *xc = xc_s;
-    float *xd = xd_s;
-    int heap = nb > YMM_STACK_BLOCKS;
-    if (heap) {
-        xlo = aligned_alloc(32, sizeof *xlo * (size_t)np);
-        xhi = aligned_alloc(32, sizeof *xhi * (size_t)np);
-        xc = aligned_alloc(32, sizeof *xc * (size_t)np);
-        xd = aligned_alloc(32, (sizeof *xd * (size_t)nb + 31) & ~(size_t)31);
-        if (!xlo || !xhi || !xc || !xd) abort(); /* kernels cannot fail; 100 bytes per 32 inputs */
-    }
+    __m256i xlo[YMM_STACK_BLOCKS / 2], xhi[YMM_STACK_BLOCKS / 2], xc[YMM_STACK_BLOCKS / 2];
+    _Alignas(32) float xd[YMM_STACK_BLOCKS];
     const __m256i eight = _mm256_set1_epi8(8);
-    /* pair p = 4g + j: blocks 8g + j (low 128 bits) and 8g + j + 4 (high) */
-    for (int p = 0; p < np; p++) {
-        int k0 = p / 4 * 8 + p % 4;
-        const int8_t *q0 = xb[k0].qs, *q1 = xb[k0 + 4].qs;
-        xlo[p] = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)q1), _mm_loadu_si128((const __m128i *)q0));
-        xhi[p] = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(q1 + 16)),
-                                  _mm_loadu_si128((const __m128i *)(q0 + 16)));
-        __m256i c = _mm256_setzero_si256();
-        DOT_NIB2(c, eight, xlo[p], eight, xhi[p]); /* 8·Σx per lane (8·128·4 fits int16) */
-        xc[p] = _mm256_sub_epi32(_mm256_setzero_si256(), c);
-    }
-    for (int k = 0; k < nb; k++) xd[k] = h2f(xb[k].d);
-    switch (nb) { /* GPT-2's row lengths unrolled */
-    case 24: q4y_rows(y, w, ldw, b, 24, o0, o1, xlo, xhi, xc, xd); break;
-    case 96: q4y_rows(y, w, ldw, b, 96, o0, o1, xlo, xhi, xc, xd); break;
-    default: q4y_rows(y, w, ldw, b, nb, o0, o1, xlo, xhi, xc, xd); break;
-    }
-    if (heap) {
-        free(xlo);
-        free(xhi);
-        free(xc);
-        free(xd);
+    for (int k0 = 0; k0 < nb; k0 += YMM_STACK_BLOCKS) {
+        const int tb = nb - k0 < YMM_STACK_BLOCKS ? nb - k0 : YMM_STACK_BLOCKS, acc_y = k0 > 0;
+        const tg_block_q8_0 *xt = xb + k0;
+        const char *wt = w + (size_t)k0 * sizeof(tg_block_q4_0);
+        /* pair p = 4g + j: blocks 8g + j (low 128 bits) and 8g + j + 4 (high) */
+        for (int p = 0; p < tb / 2; p++) {
+            int k = p / 4 * 8 + p % 4;
+            const int8_t *q0 = xt[k].qs, *q1 = xt[k + 4].qs;
+            xlo[p] = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)q1),
+                                      _mm_loadu_si128((const __m128i *)q0));
+            xhi[p] = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(q1 + 16)),
+                                      _mm_loadu_si128((const __m128i *)(q0 + 16)));
+            __m256i c = _mm256_setzero_si256();
+            DOT_NIB2(c, eight, xlo[p], eight, xhi[p]); /* 8·Σx per lane (8·128·4 fits int16) */
+            xc[p] = _mm256_sub_epi32(_mm256_setzero_si256(), c);
+        }
+        for (int k = 0; k < tb; k++) xd[k] = h2f(xt[k].d);
+        switch (tb) { /* GPT-2's row lengths unrolled */
+        case 24: q4y_rows(y, wt, ldw, b, 24, o0, o1, xlo, xhi, xc, xd, acc_y); break;
+        case 96: q4y_rows(y, wt, ldw, b, 96, o0, o1, xlo, xhi, xc, xd, acc_y); break;
+        default: q4y_rows(y, wt, ldw, b, tb, o0, o1, xlo, xhi, xc, xd, acc_y); break;
+        }
     }
 }
 

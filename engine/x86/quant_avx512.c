@@ -5,7 +5,6 @@
  * qgemm_tmpl.h). */
 #include <immintrin.h>
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine/x86/x86.h"
@@ -103,7 +102,7 @@ static inline __m128i gemv_scales4(int q4, const char *p) {
 static inline __attribute__((always_inline)) void
 q4w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int o0, int o1,
          const __m512i *xlo, const __m512i *xhi, const __m512i *xc, const float *xd,
-         __m512i idx_a, __m512i idx_b, __m512i lanes_a, __m512i lanes_b) {
+         __m512i idx_a, __m512i idx_b, __m512i lanes_a, __m512i lanes_b, int acc) {
     const __m512i nib = _mm512_set1_epi8(15);
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
@@ -125,28 +124,26 @@ q4w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
             a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_permutexvar_ps(lanes_b, s8), a1);
         }
         float v = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-        y[o] = b ? v + b[o] : v;
+        y[o] = acc ? y[o] + v : b ? v + b[o] : v;
     }
 }
 
-#define Q4W_STACK_GROUPS 128 /* groups of 4 blocks on the stack: IN <= 16384 */
-static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
-                         const float *b, int nb, int o0, int o1) {
-    const int ng = nb / 4;
-    __m512i xlo_s[Q4W_STACK_GROUPS], xhi_s[Q4W_STACK_GROUPS], xc_s[Q4W_STACK_GROUPS];
-    _Alignas(64) float xd_s[4 * Q4W_STACK_GROUPS];
-    __m512i *xlo = xlo_s, *xhi = xhi_s, *xc = xc_s;
-    float *xd = xd_s;
-    int heap = ng > Q4W_STACK_GROUPS;
-    if (heap) {
-        xlo = aligned_alloc(64, sizeof *xlo * (size_t)ng);
-        xhi = aligned_alloc(64, sizeof *xhi * (size_t)ng);
-        xc = aligned_alloc(64, sizeof *xc * (size_t)ng);
-        xd = aligned_alloc(64, (sizeof *xd * (size_t)(4 * ng) + 63) & ~(size_t)63); /* whole 64s */
-        if (!xlo || !xhi || !xc || !xd) abort(); /* kernels cannot fail; 200 bytes per 32 inputs */
-    }
+/* x's prepared form for at most Q4W_TILE blocks (27 KB of stack); longer
+ * rows go in tiles of that many blocks, each tile's partial dot products
+ * added to y in tile order (acc): the same operations for a row wherever
+ * it falls, and for rows of up to 16384 inputs exactly one tile (no heap:
+ * a kernel cannot fail). Not inlined into the tile loop: there GCC keeps
+ * all of x's vectors in registers, and the register copies that vpdpbusd's
+ * accumulate-into-xc then needs made the 768-input rows ~25% slower from
+ * L2 than loads from the stack (Zen 5). */
+#define Q4W_TILE 512
+static __attribute__((noinline)) void q4w_tile(float *y, const tg_block_q8_0 *xb, const char *w,
+                                               size_t ldw, const float *b, int nb, int o0, int o1,
+                                               int acc) {
+    __m512i xlo[Q4W_TILE / 4], xhi[Q4W_TILE / 4], xc[Q4W_TILE / 4];
+    _Alignas(64) float xd[Q4W_TILE];
     const __m512i eight = _mm512_set1_epi8(8);
-    for (int g = 0; g < ng; g++) {
+    for (int g = 0; g < nb / 4; g++) {
         _Alignas(64) int8_t lo[64], hi[64];
         for (int j = 0; j < 4; j++) {
             memcpy(lo + 16 * j, xb[4 * g + j].qs, 16);
@@ -175,16 +172,17 @@ static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
     const __m512i lanes_a = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m512i lanes_b = _mm512_add_epi32(lanes_a, _mm512_set1_epi32(4));
     switch (nb) {
-    case 24: q4w_rows(y, w, ldw, b, 24, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
-    case 96: q4w_rows(y, w, ldw, b, 96, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
-    default: q4w_rows(y, w, ldw, b, nb, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b); break;
+    case 24: q4w_rows(y, w, ldw, b, 24, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b, acc); break;
+    case 96: q4w_rows(y, w, ldw, b, 96, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b, acc); break;
+    default: q4w_rows(y, w, ldw, b, nb, o0, o1, xlo, xhi, xc, xd, idx_a, idx_b, lanes_a, lanes_b, acc); break;
     }
-    if (heap) {
-        free(xlo);
-        free(xhi);
-        free(xc);
-        free(xd);
-    }
+}
+
+static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                         const float *b, int nb, int o0, int o1) {
+    for (int k0 = 0; k0 < nb; k0 += Q4W_TILE)
+        q4w_tile(y, xb + k0, w + (size_t)k0 * sizeof(tg_block_q4_0), ldw, b,
+                 nb - k0 < Q4W_TILE ? nb - k0 : Q4W_TILE, o0, o1, k0 > 0);
 }
 /* rows of 8·k blocks, longer than the small models' (q15's gemv_q path) */
 #define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
@@ -207,7 +205,7 @@ static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
  * falls, so results do not depend on o0/o1. */
 static inline __attribute__((always_inline)) void
 q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int o0, int o1,
-         const __m512i *xq, const __m512i *xc, const float *xd) {
+         const __m512i *xq, const __m512i *xc, const float *xd, int acc) {
     const __m512i u128 = _mm512_set1_epi8((char)0x80);
     const __m512i s01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512i two = _mm512_set1_epi32(2);
@@ -238,27 +236,21 @@ q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
 #undef Q8W_PAIR
         }
         float v = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-        y[o] = b ? v + b[o] : v;
+        y[o] = acc ? y[o] + v : b ? v + b[o] : v;
     }
 }
 
-#define Q8W_STACK_PAIRS 128 /* pairs of blocks on the stack: IN <= 8192 */
-static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
-                         const float *b, int nb, int o0, int o1) {
-    const int np = nb / 2;
-    __m512i xq_s[Q8W_STACK_PAIRS], xc_s[Q8W_STACK_PAIRS];
-    _Alignas(64) float xd_s[2 * Q8W_STACK_PAIRS];
-    __m512i *xq = xq_s, *xc = xc_s;
-    float *xd = xd_s;
-    int heap = np > Q8W_STACK_PAIRS;
-    if (heap) {
-        xq = aligned_alloc(64, sizeof *xq * (size_t)np);
-        xc = aligned_alloc(64, sizeof *xc * (size_t)np);
-        xd = aligned_alloc(64, (sizeof *xd * (size_t)(2 * np) + 63) & ~(size_t)63);
-        if (!xq || !xc || !xd) abort(); /* kernels cannot fail; 132 bytes per 32 inputs */
-    }
+/* x's prepared form for at most Q8W_TILE blocks (17 KB of stack); longer
+ * rows in tiles as gemv_q4_wide's (and not inlined into the tile loop, as
+ * q4w_tile) */
+#define Q8W_TILE 256
+static __attribute__((noinline)) void q8w_tile(float *y, const tg_block_q8_0 *xb, const char *w,
+                                               size_t ldw, const float *b, int nb, int o0, int o1,
+                                               int acc) {
+    __m512i xq[Q8W_TILE / 2], xc[Q8W_TILE / 2];
+    _Alignas(64) float xd[Q8W_TILE];
     const __m512i u128 = _mm512_set1_epi8((char)0x80);
-    for (int p = 0; p < np; p++) {
+    for (int p = 0; p < nb / 2; p++) {
         _Alignas(64) int8_t q[64];
         memcpy(q, xb[2 * p].qs, 32);
         memcpy(q + 32, xb[2 * p + 1].qs, 32);
@@ -269,16 +261,19 @@ static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_
                                  _mm512_dpbusd_epi32(_mm512_setzero_si512(), u128, xq[p]));
     }
     switch (nb) { /* GPT-2's row lengths unrolled */
-    case 24: q8w_rows(y, w, ldw, b, 24, o0, o1, xq, xc, xd); break;
-    case 96: q8w_rows(y, w, ldw, b, 96, o0, o1, xq, xc, xd); break;
-    default: q8w_rows(y, w, ldw, b, nb, o0, o1, xq, xc, xd); break;
-    }
-    if (heap) {
-        free(xq);
-        free(xc);
-        free(xd);
+    case 24: q8w_rows(y, w, ldw, b, 24, o0, o1, xq, xc, xd, acc); break;
+    case 96: q8w_rows(y, w, ldw, b, 96, o0, o1, xq, xc, xd, acc); break;
+    default: q8w_rows(y, w, ldw, b, nb, o0, o1, xq, xc, xd, acc); break;
     }
 }
+
+static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                         const float *b, int nb, int o0, int o1) {
+    for (int k0 = 0; k0 < nb; k0 += Q8W_TILE)
+        q8w_tile(y, xb + k0, w + (size_t)k0 * sizeof(tg_block_q8_0), ldw, b,
+                 nb - k0 < Q8W_TILE ? nb - k0 : Q8W_TILE, o0, o1, k0 > 0);
+}
+
 /* rows of 8·k blocks, longer than the small models' (gemv_q_small) */
 #define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
     ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q8_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)

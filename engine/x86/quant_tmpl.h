@@ -150,21 +150,11 @@ ALWAYS_INLINE __m256i gemv_block(int q4, int unsig, const char *wb, __m256i xq, 
  * corrections and x's scales are prepared once per call for all rows; a
  * row's block scales d_w·d_x eight at a time before its dot products. */
 #define GEMV_STACK_BLOCKS 256
-ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
-                          const float *b, int nb, int o0, int o1) {
-    __m256i xq_s[GEMV_STACK_BLOCKS], xc_s[GEMV_STACK_BLOCKS];
-    _Alignas(32) float xd_s[GEMV_STACK_BLOCKS];
-    float sc_s[GEMV_STACK_BLOCKS];
-    __m256i *xq = xq_s, *xc = xc_s;
-    float *xd = xd_s, *sc = sc_s;
-    int heap = nb > GEMV_STACK_BLOCKS;
-    if (heap) {
-        xq = aligned_alloc(32, sizeof *xq * (size_t)nb);
-        xc = aligned_alloc(32, sizeof *xc * (size_t)nb);
-        xd = aligned_alloc(32, sizeof *xd * (size_t)((nb + 7) / 8 * 8));
-        sc = malloc(sizeof *sc * (size_t)nb);
-        if (!xq || !xc || !xd || !sc) abort(); /* kernels cannot fail; 72 bytes per 32 inputs */
-    }
+ALWAYS_INLINE void gemv_q_tile(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                               const float *b, int nb, int o0, int o1, int acc) {
+    __m256i xq[GEMV_STACK_BLOCKS], xc[GEMV_STACK_BLOCKS];
+    _Alignas(32) float xd[GEMV_STACK_BLOCKS];
+    float sc[GEMV_STACK_BLOCKS];
     int unsig = q4 || GEMV_Q8_UNSIGNED, hi16 = q4 && GEMV_Q4_HI16;
     const int bs = q4 ? (int)sizeof(tg_block_q4_0) : (int)sizeof(tg_block_q8_0);
     for (int k = 0; k < nb; k++) {
@@ -238,14 +228,21 @@ ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char 
 #undef GEMV_STEP
         __m256 a01 = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
         float v = hsum8(_mm256_mul_ps(a01, lane_w));
-        y[o] = b ? v + b[o] : v;
+        y[o] = acc ? y[o] + v : b ? v + b[o] : v;
     }
-    if (heap) {
-        free(xq);
-        free(xc);
-        free(xd);
-        free(sc);
-    }
+}
+
+/* x's prepared form (72 bytes per 32 inputs) lives on the stack for at
+ * most GEMV_STACK_BLOCKS blocks; longer rows go in tiles of that many
+ * blocks, each tile's partial dot products added to y in tile order: the
+ * same operations for a row wherever it falls (no heap: a kernel cannot
+ * fail) */
+ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                          const float *b, int nb, int o0, int o1) {
+    const size_t bs = q4 ? sizeof(tg_block_q4_0) : sizeof(tg_block_q8_0);
+    for (int k0 = 0; k0 < nb; k0 += GEMV_STACK_BLOCKS)
+        gemv_q_tile(q4, y, xb + k0, w + (size_t)k0 * bs, ldw, b,
+                    nb - k0 < GEMV_STACK_BLOCKS ? nb - k0 : GEMV_STACK_BLOCKS, o0, o1, k0 > 0);
 }
 
 #include "engine/x86/qgemv_small_tmpl.h"

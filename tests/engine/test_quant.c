@@ -286,8 +286,8 @@ Test(matmul_w, short_rows_gemv) {
 }
 
 /* The decode GEMVs of long rows (T = 1): AVX-512's zmm paths take Q4_0 and
- * Q8_0 rows of 8·k blocks, k > 2 (four or two blocks per vector; the x
- * layout on the heap past 16384 / 8192 inputs), F16/BF16 rows of any
+ * Q8_0 rows of 8·k blocks, k > 2 (four or two blocks per vector; x's
+ * layout on the stack in tiles of 16384 / 8192 inputs), F16/BF16 rows of any
  * length (16 per vector, a masked tail); the lengths around those edges,
  * and column ranges that start and end inside a row block. */
 Test(matmul_w, gemv_long_rows) {
@@ -318,8 +318,8 @@ Test(matmul_w, gemv_long_rows) {
  * alternating (the AVX2 long-row GEMV adds two vpmaddubsw results in int16
  * before vpmaddwd: 2·(2·15·128) = 7680 at most, and its -8·Σx corrections
  * 2·(2·8·128); a saturation anywhere would show here), on row lengths of
- * each GEMV (short rows, long rows of 8·k blocks on the stack and on the
- * heap, and others) and a tail pass of 3 rows. */
+ * each GEMV (short rows, long rows of 8·k blocks in one x tile and in
+ * two, and others) and a tail pass of 3 rows. */
 Test(matmul_w, q4_0_gemv_extremes) {
     tg_engine ref, eng[TG_ISA_COUNT];
     ck_engine_ref(&ref);
@@ -419,14 +419,15 @@ Test(matmul_w, neon_gemm_equals_reference) {
 }
 
 /* Column sub-ranges as the pool hands them out; the values must not depend
- * on the range (bit for bit against one whole call). */
+ * on the range (bit for bit against one whole call). IN = 16640 is past
+ * every decode GEMV's x tile (8192 or 16384 inputs): rows in two tiles. */
 Test(matmul_w, subranges_and_range_independent) {
     tg_engine ref, eng[TG_ISA_COUNT];
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int shapes[][3] = {{1, 64, 17}, {1, 768, 300}, {2, 96, 129}, {3, 768, 50},
-                                    {9, 128, 97}, {33, 256, 200}};
+                                    {9, 128, 97}, {33, 256, 200}, {1, 16640, 37}};
     for (int ty = 0; ty < LEN(typed); ty++)
         for (int s = 0; s < LEN(shapes); s++) {
             int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
