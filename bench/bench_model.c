@@ -530,7 +530,9 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
         tg_err err;
         if (!no_decode) {
             tg_opcost k = tg_opcost_forward(c, 1, n_prompt + steps / 2, 1);
-            double bytes = k.weight_bytes + typed_bytes_delta(&b->m) + k.kv_bytes;
+            /* the KV cache's bytes as stored (an f16 cache: half) */
+            double kv_bytes = k.kv_bytes * tg_kv_scale(kv_type);
+            double bytes = k.weight_bytes + typed_bytes_delta(&b->m) + kv_bytes;
             decode_vs_dram d = {0};
             if (decode_interleaved(g, th, n_prompt, steps, &d, &err)) {
                 fprintf(stderr, "bench_model: %s\n", err.msg);
@@ -546,10 +548,17 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
                    100 * (bytes / d.best_step_s) / (d.best_gbs * 1e9));
             if (th == 1) printf(" | by CPU time %.2f tok/s", steps / d.cpu_s);
             printf("\n");
+            /* The rest of the step is the other ops (norms, attention, adds,
+             * the embedding row), and among them attention reads the KV
+             * cache from memory (the probe pass before each step evicts
+             * it): those bytes are in the roofline's, so at the probe's
+             * rate they take kv ms of the rest by right. */
             printf("         the step's matmuls alone: %.2f ms for %.0f MB, %5.1f%% of roofline; "
-                   "the rest of the step %.2f ms (%.1f%% of it)\n",
+                   "the rest of the step %.2f ms (%.1f%% of it; the KV cache's %.1f MB at the "
+                   "probe's rate: %.2f ms)\n",
                    1e3 * d.med_mm_s, d.mm_bytes * 1e-6, 100 * d.mm_frac,
-                   1e3 * (d.med_step_s - d.med_mm_s), 100 * (1 - d.med_mm_s / d.med_step_s));
+                   1e3 * (d.med_step_s - d.med_mm_s), 100 * (1 - d.med_mm_s / d.med_step_s),
+                   kv_bytes * 1e-6, 1e3 * kv_bytes / (d.med_gbs * 1e9));
         }
         for (int pi = 0; pi < (n_prefill ? n_prefill : 1); pi++) {
             int T = n_prefill ? prefill_T[pi] : T_default;
