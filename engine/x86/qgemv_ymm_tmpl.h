@@ -1,6 +1,7 @@
 /* qgemv_ymm_tmpl.h — the Q4_0 decode GEMV for long rows on ymm without
- * AVX-512 or VNNI (quant_avx2.c only), included after quant_tmpl.h (h2f,
- * hsum8 are that file's), which reaches it through its GEMV_Q4_WIDE hook.
+ * AVX-512 (quant_avx2.c, and quant_avxvnni.c with DOT_NIB2 as two
+ * vpdpbusd), included after quant_tmpl.h (h2f, hsum8 are that file's),
+ * which reaches it through its GEMV_Q4_WIDE hook.
  *
  *   y[o0..o1) = W[OUT, IN] · x + b,  W in Q4_0, x as Q8_0 blocks,
  *   IN a multiple of 256 (groups of 8 blocks)

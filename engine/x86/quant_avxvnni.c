@@ -1,7 +1,8 @@
 /* quant_avxvnni.c — the typed-weight kernels with AVX-VNNI (vpdpbusd on
  * ymm, VEX-encoded: Intel Alder Lake and later, AMD Zen 4/5), for the AVX2
  * table where the CPU has it: the decode GEMV and the prefill GEMM of
- * Q8_0/Q4_0 (quant_tmpl.h, qgemm_tmpl.h). */
+ * Q8_0/Q4_0 (quant_tmpl.h, qgemm_tmpl.h; Q4_0's long rows on
+ * qgemv_ymm_tmpl.h's two-blocks-per-ymm GEMV). */
 #include <immintrin.h>
 
 #include "engine/x86/x86.h"
@@ -37,4 +38,17 @@ static inline qvf qfma(qvf a, qvf b, qvf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline qvf qmul(qvf a, qvf b) { return _mm256_mul_ps(a, b); }
 static inline qvf qadd(qvf a, qvf b) { return _mm256_add_ps(a, b); }
 
+/* the long-row Q4_0 decode GEMV of qgemv_ymm_tmpl.h (two blocks per ymm,
+ * two rows per pass), its two nibble dot products as two vpdpbusd into the
+ * int32 lanes (no int16 step to fit) */
+#define DOT_NIB2(acc, u1, s1, u2, s2) \
+    (acc) = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32((acc), (u1), (s1)), (u2), (s2))
+static void gemv_q4_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                        const float *b, int nb, int o0, int o1);
+#ifndef Q4Y_OFF
+#define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
+    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_ymm((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+#endif
+
 #include "engine/x86/quant_tmpl.h"
+#include "engine/x86/qgemv_ymm_tmpl.h"
