@@ -11,6 +11,11 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define TG_X86 1
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define TG_AMX_LINUX 1
+#endif
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #include <asm/hwcap.h>
@@ -22,7 +27,8 @@ static int supported[TG_ISA_COUNT];
 static int features[TG_CPU_FEATURE_COUNT];
 
 static const char *const feature_names[TG_CPU_FEATURE_COUNT] = {
-    "f16c", "avx_vnni", "avx512_vnni", "avx512_bf16", "avx512_fp16", "dotprod", "fp16"};
+    "f16c", "avx_vnni", "avx512_vnni", "avx512_bf16", "avx512_fp16", "dotprod", "fp16",
+    "amx_tile", "amx_int8", "amx_bf16"};
 
 static const char *const isa_names[TG_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon"};
 
@@ -57,6 +63,34 @@ static void detect_arch(void) {
         features[TG_CPU_AVX_VNNI] = supported[TG_ISA_AVX2] && ((a >> 4) & 1);
         features[TG_CPU_AVX512_BF16] = a512 && ((a >> 5) & 1);
     }
+    /* AMX: the CPU's bits and the OS's XTILECFG + XTILEDATA state (Linux's
+     * permission is asked in amx_permission, after the mask) */
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        int tile_os = (xcr0 & 0x60000) == 0x60000;
+        features[TG_CPU_AMX_TILE] = tile_os && ((d >> 24) & 1);
+        features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_TILE] && ((d >> 25) & 1);
+        features[TG_CPU_AMX_BF16] = features[TG_CPU_AMX_TILE] && ((d >> 22) & 1);
+    }
+}
+
+/* Linux grants the tile data state (8 KiB per thread) only on request
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), once per process;
+ * without it the first tile instruction faults. Asked only when an AMX
+ * feature is still wanted after $TINYGPT_CPU_MASK; a refusal (an older
+ * kernel, a seccomp filter) leaves no AMX. Other systems: no AMX. */
+static void amx_permission(void) {
+    if (!features[TG_CPU_AMX_TILE]) features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
+    if (!features[TG_CPU_AMX_INT8] && !features[TG_CPU_AMX_BF16]) {
+        features[TG_CPU_AMX_TILE] = 0;
+        return;
+    }
+    int granted = 0;
+#ifdef TG_AMX_LINUX
+    granted = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                      18 /* XFEATURE_XTILEDATA */) == 0;
+#endif
+    if (!granted)
+        features[TG_CPU_AMX_TILE] = features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
 }
 
 /* The largest data/unified cache of deterministic cache leaf `leaf`. */
@@ -125,6 +159,9 @@ static void detect(void) {
     supported[TG_ISA_SCALAR] = 1;
     detect_arch();
     apply_mask();
+#ifdef TG_X86
+    amx_permission();
+#endif
 }
 
 
