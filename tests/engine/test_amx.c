@@ -278,11 +278,34 @@ static void engine_emu(tg_engine *e) {
     e->bf16_act = 1;
 }
 
-/* The kernel on exactly tg_matmul_w_scratch bytes (64-byte aligned) with
- * guard bytes after them. */
+/* The scratch the AMX kernels' layout takes (amx_tmpl.h; T padded to Tp =
+ * 32·k): a 64-byte tile config, then BF16: X's pairs [Tp, Pp = P padded to
+ * 16], a panel [Pp, 32] of pairs, one 16 × 16 f32 C tile; Q8_0/Q4_0: X's
+ * bytes [Tp, IN] and scales [Tp, IN/32], a panel of 36 bytes per block and
+ * row of 32, 32 × 32 f32 accumulators and four int32 C tiles. Each piece
+ * is a multiple of 64 bytes. tg_matmul_w_scratch, the bound over all ISAs,
+ * must cover it; the kernels run on exactly this many bytes, so a kernel
+ * writing past its own layout fails even where another ISA's larger
+ * scratch would hide it. */
+static size_t amx_ws_bytes(const tcase *c) {
+    size_t Tp = ((size_t)c->T + 31) / 32 * 32, P = ((size_t)c->in + 1) / 2, Pp = (P + 15) / 16 * 16;
+    size_t nb = (size_t)c->in / 32;
+    if (c->type == TG_WTYPE_BF16) return 64 + Tp * Pp * 4 + Pp * 32 * 4 + 16 * 16 * 4;
+    return 64 + Tp * nb * 32 + Tp * nb * 4 + nb * 36 * 32 + 32 * 32 * 4 + 4 * 16 * 16 * 4;
+}
+
+/* The kernel on exactly its scratch bytes (64-byte aligned: amx_ws_bytes
+ * for the AMX engines, tg_matmul_w_scratch for the reference), filled with
+ * junk, with guard bytes after them. */
 #define WS_GUARD 256
 static void run_kernel(const tg_engine *e, const tcase *c, float *y, int o0, int o1) {
     size_t n = tg_matmul_w_scratch(c->type, c->T, c->in);
+    if (e->isa != TG_ISA_SCALAR || e->bf16_act) { /* an AMX engine (emulated or not) */
+        size_t a = amx_ws_bytes(c);
+        cr_assert(a <= n, "tg_matmul_w_scratch %s T=%d in=%d: %zu bytes < the AMX kernels' %zu",
+                  tg_wtype_name(c->type), c->T, c->in, n, a);
+        n = a;
+    }
     unsigned char *ws = aligned_alloc(64, (n + WS_GUARD + 63) / 64 * 64);
     cr_assert(ws != NULL);
     memset(ws, 0x5a, n);
