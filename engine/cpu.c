@@ -140,7 +140,8 @@ size_t tg_cpu_cache_bytes(void) { return 0; }
 #endif
 
 /* $TINYGPT_CPU_MASK: optional features to ignore ("avx_vnni,avx512_vnni",
- * or "all"), so the paths for CPUs without them are tested here too. */
+ * "amx_tile" (all of AMX), or "all"; the names of feature_names), so the
+ * paths for CPUs without them are tested here too. */
 static void apply_mask(void) {
     const char *m = getenv("TINYGPT_CPU_MASK");
     if (!m) return;

@@ -46,10 +46,16 @@ void amx_emu_dpbssd(int c, int a, int b);
 #define TILE_DPBSSD(c, a, b) amx_emu_dpbssd((c), (a), (b))
 #else
 #include <immintrin.h>
-#define TILE_CONFIG(cfg) _tile_loadconfig(cfg)
+/* GCC's ldtilecfg and tileloadd asm name no memory operand beyond the
+ * pointer (tileloadd none at all): a compiler barrier first, so the stores
+ * that filled the config, X and the panel are all done before they run */
+#define TILE_BARRIER() __asm__ volatile("" ::: "memory")
+#define TILE_CONFIG(cfg) \
+    do { TILE_BARRIER(); _tile_loadconfig(cfg); } while (0)
 #define TILE_RELEASE() _tile_release()
 #define TILE_ZERO(t) _tile_zero(t)
-#define TILE_LOAD(t, p, st) _tile_loadd(t, p, st)
+#define TILE_LOAD(t, p, st) \
+    do { TILE_BARRIER(); _tile_loadd(t, p, st); } while (0)
 #define TILE_STORE(t, p, st) _tile_stored(t, p, st)
 #define TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 #define TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
