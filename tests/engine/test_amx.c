@@ -210,6 +210,41 @@ Test(amx_emu, bf16_rounding) {
     cr_expect_eq(tg_amxemu_bf16_round(f32(0xffc12345u)), 0xffc1, "qNaN keeps its top half");
 }
 
+#ifdef TG_TEST_X86
+void tg_test_cvtne2ps2bf16(uint16_t *y, const float *x, int n); /* amx_bf16_avx512.c */
+
+/* the kernels' rounding of X is vcvtne2ps2bf16's, bit for bit, on random
+ * bit patterns (NaNs, infinities, subnormals, ties: every class) and the
+ * ties and subnormals made on purpose, where the CPU has the instruction */
+Test(amx_emu, bf16_rounding_is_vcvtne2ps2bf16) {
+    if (!tg_cpu_has(TG_CPU_AVX512_BF16)) cr_skip_test("no AVX512-BF16 to compare with");
+    ck_rng r = ck_rng_new(__func__);
+    enum { N = 1 << 16 };
+    float *x = ck_alloc(N);
+    uint16_t *y = malloc(sizeof *y * N);
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)ck_rand_u64(&r);
+        if (i % 4 == 1) u = (u & 0xffff0000u) | 0x8000u;  /* a tie */
+        if (i % 4 == 2) u &= 0x807fffffu;                 /* a subnormal (or 0) */
+        if (i % 8 == 3) u |= 0x7f800000u;                 /* inf or NaN */
+        x[i] = f32(u);
+    }
+    tg_test_cvtne2ps2bf16(y, x, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        uint16_t want = y[i], got = tg_amxemu_bf16_round(x[i]);
+        if (got != want && bad++ < 8) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            fprintf(stderr, "x = %08x: template %04x, vcvtne2ps2bf16 %04x\n", u, got, want);
+        }
+    }
+    cr_expect(bad == 0, "%d of %d roundings differ from vcvtne2ps2bf16", bad, N);
+    ck_free(x);
+    free(y);
+}
+#endif
+
 /* ---- the kernels -------------------------------------------------------------- */
 
 typedef struct tcase {
