@@ -73,25 +73,6 @@ static void detect_arch(void) {
     }
 }
 
-/* Linux grants the tile data state (8 KiB per thread) only on request
- * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), once per process;
- * without it the first tile instruction faults. Asked only when an AMX
- * feature is still wanted after $TINYGPT_CPU_MASK; a refusal (an older
- * kernel, a seccomp filter) leaves no AMX. Other systems: no AMX. */
-static void amx_permission(void) {
-    if (!features[TG_CPU_AMX_TILE]) features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
-    if (!features[TG_CPU_AMX_INT8] && !features[TG_CPU_AMX_BF16]) {
-        features[TG_CPU_AMX_TILE] = 0;
-        return;
-    }
-    int granted = 0;
-#ifdef TG_AMX_LINUX
-    granted = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
-                      18 /* XFEATURE_XTILEDATA */) == 0;
-#endif
-    if (!granted)
-        features[TG_CPU_AMX_TILE] = features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
-}
 
 /* The largest data/unified cache of deterministic cache leaf `leaf`. */
 static size_t det_cache_bytes(unsigned leaf) {
@@ -156,13 +137,33 @@ static void apply_mask(void) {
     }
 }
 
+/* Linux grants the tile data state (8 KiB per thread) only on request
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), once per process;
+ * without it the first tile instruction faults. Other systems: not asked,
+ * no AMX. */
+#ifdef TG_AMX_LINUX
+static int amx_os_grant(void) {
+    return syscall(SYS_arch_prctl, (long)0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                   (long)18 /* XFEATURE_XTILEDATA */) == 0; /* syscall reads longs */
+}
+#else
+static int amx_os_grant(void) { return 0; }
+#endif
+
+/* After the mask: INT8/BF16 need TILE, TILE alone is of no use, and the
+ * permission is asked only while some AMX is still wanted (a masked AMX
+ * never is); a refusal (an older kernel, a seccomp filter) leaves none. */
+static void amx_permission(void) {
+    if (!features[TG_CPU_AMX_TILE]) features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
+    if ((!features[TG_CPU_AMX_INT8] && !features[TG_CPU_AMX_BF16]) || !amx_os_grant())
+        features[TG_CPU_AMX_TILE] = features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
+}
+
 static void detect(void) {
     supported[TG_ISA_SCALAR] = 1;
     detect_arch();
     apply_mask();
-#ifdef TG_X86
     amx_permission();
-#endif
 }
 
 
