@@ -818,6 +818,10 @@ int main(int argc, char **argv) {
 #else
     printf("# built without OpenBLAS: no baseline for matmul\n");
 #endif
+    printf("# cpu features in use:");
+    for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++)
+        if (tg_cpu_has((tg_cpu_feature)f)) printf(" %s", tg_cpu_feature_name((tg_cpu_feature)f));
+    printf("\n");
     bench_header();
     int ran = 0;
     for (size_t k = 0; k < sizeof benches / sizeof benches[0]; k++) {

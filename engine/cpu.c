@@ -11,6 +11,11 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define TG_X86 1
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define TG_AMX_LINUX 1
+#endif
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #include <asm/hwcap.h>
@@ -22,7 +27,8 @@ static int supported[TG_ISA_COUNT];
 static int features[TG_CPU_FEATURE_COUNT];
 
 static const char *const feature_names[TG_CPU_FEATURE_COUNT] = {
-    "f16c", "avx_vnni", "avx512_vnni", "avx512_bf16", "avx512_fp16", "dotprod", "fp16"};
+    "f16c", "avx_vnni", "avx512_vnni", "avx512_bf16", "avx512_fp16", "dotprod", "fp16",
+    "amx_tile", "amx_int8", "amx_bf16"};
 
 static const char *const isa_names[TG_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon"};
 
@@ -57,7 +63,16 @@ static void detect_arch(void) {
         features[TG_CPU_AVX_VNNI] = supported[TG_ISA_AVX2] && ((a >> 4) & 1);
         features[TG_CPU_AVX512_BF16] = a512 && ((a >> 5) & 1);
     }
+    /* AMX: the CPU's bits and the OS's XTILECFG + XTILEDATA state (Linux's
+     * permission is asked in amx_permission, after the mask) */
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        int tile_os = (xcr0 & 0x60000) == 0x60000;
+        features[TG_CPU_AMX_TILE] = tile_os && ((d >> 24) & 1);
+        features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_TILE] && ((d >> 25) & 1);
+        features[TG_CPU_AMX_BF16] = features[TG_CPU_AMX_TILE] && ((d >> 22) & 1);
+    }
 }
+
 
 /* The largest data/unified cache of deterministic cache leaf `leaf`. */
 static size_t det_cache_bytes(unsigned leaf) {
@@ -106,7 +121,8 @@ size_t tg_cpu_cache_bytes(void) { return 0; }
 #endif
 
 /* $TINYGPT_CPU_MASK: optional features to ignore ("avx_vnni,avx512_vnni",
- * or "all"), so the paths for CPUs without them are tested here too. */
+ * "amx_tile" (all of AMX), or "all"; the names of feature_names), so the
+ * paths for CPUs without them are tested here too. */
 static void apply_mask(void) {
     const char *m = getenv("TINYGPT_CPU_MASK");
     if (!m) return;
@@ -121,10 +137,33 @@ static void apply_mask(void) {
     }
 }
 
+/* Linux grants the tile data state (8 KiB per thread) only on request
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), once per process;
+ * without it the first tile instruction faults. Other systems: not asked,
+ * no AMX. */
+#ifdef TG_AMX_LINUX
+static int amx_os_grant(void) {
+    return syscall(SYS_arch_prctl, (long)0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                   (long)18 /* XFEATURE_XTILEDATA */) == 0; /* syscall reads longs */
+}
+#else
+static int amx_os_grant(void) { return 0; }
+#endif
+
+/* After the mask: INT8/BF16 need TILE, TILE alone is of no use, and the
+ * permission is asked only while some AMX is still wanted (a masked AMX
+ * never is); a refusal (an older kernel, a seccomp filter) leaves none. */
+static void amx_permission(void) {
+    if (!features[TG_CPU_AMX_TILE]) features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
+    if ((!features[TG_CPU_AMX_INT8] && !features[TG_CPU_AMX_BF16]) || !amx_os_grant())
+        features[TG_CPU_AMX_TILE] = features[TG_CPU_AMX_INT8] = features[TG_CPU_AMX_BF16] = 0;
+}
+
 static void detect(void) {
     supported[TG_ISA_SCALAR] = 1;
     detect_arch();
     apply_mask();
+    amx_permission();
 }
 
 

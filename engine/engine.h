@@ -46,6 +46,14 @@ typedef enum tg_cpu_feature {
     TG_CPU_AVX512_FP16,   /* half-precision arithmetic */
     TG_CPU_NEON_DOTPROD,  /* aarch64 sdot/udot */
     TG_CPU_NEON_FP16,     /* aarch64 half-precision arithmetic */
+    /* x86 AMX tiles: cpuid 7.0 EDX bits 24, 25, 22, the OS saving XTILECFG
+     * and XTILEDATA (XCR0 bits 17, 18), and Linux's permission for them
+     * (arch_prctl ARCH_REQ_XCOMP_PERM, asked once, after $TINYGPT_CPU_MASK:
+     * a masked AMX is never asked for). INT8 and BF16 imply TILE; masking
+     * amx_tile hides all three. */
+    TG_CPU_AMX_TILE,      /* ldtilecfg, tileloadd, tilestored, tilezero */
+    TG_CPU_AMX_INT8,      /* tdpbssd and kin */
+    TG_CPU_AMX_BF16,      /* tdpbf16ps */
     TG_CPU_FEATURE_COUNT
 } tg_cpu_feature;
 int tg_cpu_has(tg_cpu_feature f); /* 0 also when named in $TINYGPT_CPU_MASK */

@@ -77,6 +77,13 @@ static int version(void) {
     print_isas("ISAs compiled in", tg_isa_compiled);
     print_isas("this CPU supports", tg_isa_supported);
     printf("best ISA: %s\n", tg_isa_name(tg_isa_best()));
+    /* the optional instructions detected (cpuid + XGETBV + the OS's
+     * permission for AMX), less those named in $TINYGPT_CPU_MASK */
+    printf("CPU features:");
+    int any = 0;
+    for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++)
+        if (tg_cpu_has((tg_cpu_feature)f)) printf(" %s", tg_cpu_feature_name((tg_cpu_feature)f)), any = 1;
+    printf("%s\n", any ? "" : " (none)");
     printf("default model: %s\n", model ? model : "(none found)");
     fflush(stdout);
     return ferror(stdout) ? cli_error(NULL, "writing the output failed") : EXIT_OK;

@@ -14,8 +14,14 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     tg_kernels_init_train_avx512(k);
     if (tg_cpu_has(TG_CPU_AVX512_VNNI)) tg_kernels_init_quant_avx512vnni(k);
     if (tg_cpu_has(TG_CPU_AVX512_BF16)) tg_kernels_init_bf16_avx512bf16(k);
+    /* AMX tiles (amx.c; no-ops where the compiler lacks them): the prefill
+     * GEMMs; T == 1 keeps the GEMVs above (every AMX CPU has AVX512-VNNI and
+     * AVX512-BF16) */
+    if (tg_cpu_has(TG_CPU_AMX_BF16) && tg_cpu_has(TG_CPU_AVX512_BF16)) tg_kernels_init_amx_bf16(k);
+    if (tg_cpu_has(TG_CPU_AMX_INT8) && tg_cpu_has(TG_CPU_AVX512_VNNI)) tg_kernels_init_amx_int8(k);
 }
 
+/* (the AMX BF16 GEMM, installed only with AVX512-BF16, rounds X the same way) */
 int tg_arch_bf16_act(tg_isa isa) {
     return isa >= TG_ISA_AVX512 && isa != TG_ISA_NEON && tg_cpu_has(TG_CPU_AVX512_BF16);
 }

@@ -31,4 +31,12 @@ void tg_gemv_half_avx512(int h16, float *y, const float *x, const void *w, size_
                          const float *b, int in, int o0, int o1);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
 void tg_kernels_init_train_avx512(tg_kernels *k);
+/* The Q8_0 (q4 = 0) / Q4_0 decode GEMVs of the AVX512-VNNI table
+ * (quant_avx512.c): matmul_w with T == 1. */
+void tg_matmul_q_decode_avx512vnni(int q4, float *y, const void *x, const void *w, size_t ldw,
+                                   const float *b, int in, int out, int o0, int o1);
+/* The AMX prefill GEMMs: BF16 on tdpbf16ps, Q8_0/Q4_0 on tdpbssd (amx.c;
+ * amx_none.c's no-ops where the compiler has no -mamx-* flags). */
+void tg_kernels_init_amx_bf16(tg_kernels *k);
+void tg_kernels_init_amx_int8(tg_kernels *k);
 #endif
