@@ -82,9 +82,21 @@ static int smaps_of(const void *addr, long *rss_kb, long *pmd_kb) {
     return found && *rss_kb >= 0 && *pmd_kb >= 0;
 }
 
+/* 1 unless transparent huge pages are off ("[never]"): then no read can
+ * bring 2 MiB folios and a re-read would be lost time */
+static int thp_possible(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+    if (!f) return 0;
+    char line[128] = "";
+    int ok = fgets(line, sizeof line, f) && !strstr(line, "[never]");
+    fclose(f);
+    return ok;
+}
+
 int wt_map_settle(wt_map *m) {
     const size_t huge = (size_t)2 << 20;
-    if (!m->addr || m->fd < 0 || m->size < huge || (uintptr_t)m->addr % huge) return 0;
+    if (!m->addr || m->fd < 0 || m->size < huge || (uintptr_t)m->addr % huge || !thp_possible())
+        return 0;
     long rss, pmd;
     if (!smaps_of(m->addr, &rss, &pmd)) return 0;
     long blocks_kb = (long)(m->size / huge * (huge >> 10)); /* the whole 2 MiB blocks */

@@ -42,8 +42,9 @@ tg_status wt_map_open(wt_map *m, int fd, size_t size, const char *path, tg_err *
  * and the file's cached pages that no other process maps
  * (POSIX_FADV_DONTNEED), and reads the file back (MADV_POPULATE_READ), now
  * in 2 MiB folios: the same resident bytes, one extra read of the file.
- * Does nothing where it cannot tell (no /proc, a mapping not 2 MiB-aligned,
- * not fully resident, smaller than 2 MiB). Returns 1 if it re-read. */
+ * Does nothing where it cannot tell or cannot help (no /proc, transparent
+ * huge pages off, a mapping not 2 MiB-aligned, not fully resident, smaller
+ * than 2 MiB). Returns 1 if it re-read. */
 int wt_map_settle(wt_map *m);
 
 void wt_map_close(wt_map *m);
