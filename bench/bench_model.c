@@ -20,6 +20,9 @@
  *              prefill of each length; every type other than f32 also as a
  *              ratio to the latest f32 prefill of the same shape, threads
  *              and length in this run (issue #15's target: >= 2x)
+ *   bench_model --only gpt2 -t 1 --step-log N   N decode steps, each timed (CPU
+ *              time, page faults), alternated with an anonymous 2 MiB-page
+ *              copy of the same GGUF (bench/README.md, the slow steps)
  *   bench_model --model FILE [--quick] [-t 1,2]   (decode and prefill of a
  *                                                  checkpoint, e.g. one from
  *                                                  `tinygpt init`)
@@ -32,13 +35,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/mem.h"
 #include "engine/roofline.h"
 #include "model/gpt.h"
 #include "model/opcount.h"
 #include "model/sampler.h"
+#include "weights/internal.h" /* gpt2_load_gguf_buffer: --step-log's anonymous copy */
 
 #ifdef TG_HAVE_OPENBLAS
 #include <cblas.h>
@@ -158,7 +164,7 @@ static int make_llama(bench_model *b, int L, int H, int KVH, int E, int F, int C
             fprintf(stderr, "bench_model: %s\n", err.msg);
         else
             rc = 0;
-        unlink(path); /* the mapping outlives the name */
+    unlink(path); /* the mapping outlives the name */
     }
     free(w.layers);
     free(blob);
@@ -179,6 +185,12 @@ static void free_model(bench_model *b) {
  * file pages come in large folios here (FileHugePages), which stream from
  * DRAM ~25% faster than the 4 KB anonymous pages of a malloc'd model. */
 static int small_pages; /* --small-pages: keep the malloc'd model (4 KB pages) */
+static int step_log;    /* --step-log N: N decode steps, each timed (0: off) */
+/* with --step-log, the same GGUF read into 2 MiB-page anonymous memory
+ * (tg_alloc_large) and loaded from there: the steps alternate between it
+ * and the mapped file */
+static tg_gpt2_model anon_model;
+static int have_anon;
 static tg_wtype kv_type;  /* --kv-type f16: the KV cache in IEEE half (default f32) */
 
 
@@ -203,6 +215,18 @@ static int reload_via_gguf(bench_model *b) {
         fprintf(stderr, "bench_model: %s\n", err.msg);
         unlink(path);
         return -1;
+    }
+    if (step_log && !have_anon) {
+        FILE *f = fopen(path, "rb");
+        long len = -1;
+        if (f && !fseek(f, 0, SEEK_END)) len = ftell(f);
+        void *buf = len > 0 ? tg_alloc_large((size_t)len) : NULL;
+        if (f && buf && !fseek(f, 0, SEEK_SET) && fread(buf, 1, (size_t)len, f) == (size_t)len &&
+            !gpt2_load_gguf_buffer(&anon_model, buf, (size_t)len, 0, &err))
+            have_anon = 1; /* the buffer lives as long as the process */
+        else
+            fprintf(stderr, "bench_model: no anonymous copy for --step-log\n");
+        if (f) fclose(f);
     }
     unlink(path); /* the mapping outlives the name */
     free_model(b);
@@ -436,6 +460,112 @@ done:
     return s;
 }
 
+/* ---- --step-log N: the distribution of single decode steps ------------------------ */
+
+static double thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The value of `key` in /proc/self/smaps_rollup (kB; 0 if absent or
+ * unreadable). */
+static long proc_value(const char *file, const char *key) {
+    FILE *f = fopen(file, "r");
+    if (!f) return 0;
+    char line[256];
+    long v = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && (line[n] == ':' || line[n] == ' ')) {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static void print_mapping(const char *when) {
+    printf("         %s: Rss %ld MiB, FilePmdMapped %ld MiB, AnonHugePages %ld MiB\n", when,
+           proc_value("/proc/self/smaps_rollup", "Rss") >> 10,
+           proc_value("/proc/self/smaps_rollup", "FilePmdMapped") >> 10,
+           proc_value("/proc/self/smaps_rollup", "AnonHugePages") >> 10);
+}
+
+/* The CPU time distribution of one model's steps, and its slow steps
+ * (over twice the median) with the faults they took. */
+static void print_steps(const char *what, const double *cpu, const double *wall, const long *flt,
+                        int steps) {
+    double *sorted = malloc((size_t)steps * sizeof *sorted);
+    if (!sorted) exit(1);
+    memcpy(sorted, cpu, (size_t)steps * sizeof *sorted);
+    qsort(sorted, (size_t)steps, sizeof *sorted, cmp_double);
+    double med = sorted[steps / 2], slow_ms = 0;
+    long faults = 0;
+    int slow = 0;
+    for (int i = 0; i < steps; i++) faults += flt[i];
+    printf("         %s: %d steps, CPU ms: min %.2f, median %.2f, p90 %.2f, p99 %.2f, max %.2f; "
+           "page faults %ld\n", what, steps, 1e3 * sorted[0], 1e3 * med,
+           1e3 * sorted[steps * 9 / 10], 1e3 * sorted[steps * 99 / 100], 1e3 * sorted[steps - 1],
+           faults);
+    for (int i = 0; i < steps; i++)
+        if (cpu[i] > 2 * med) {
+            slow_ms += 1e3 * (cpu[i] - med);
+            if (slow++ < 8)
+                printf("           slow step %4d: CPU %.2f ms, wall %.2f ms, %ld faults\n", i,
+                       1e3 * cpu[i], 1e3 * wall[i], flt[i]);
+        }
+    printf("         %s: steps over 2x the median CPU time: %d of %d (%.0f ms beyond the "
+           "median in all)\n", what, slow, steps, slow_ms);
+    free(sorted);
+}
+
+/* step_log decode steps after a 64-token prefill: the wall and CPU time of
+ * each (the calling thread's; with -t 1 it does all the work) and the page
+ * faults it took; with the anonymous copy (have_anon), its steps alternate
+ * with the mapped model's, so both see the same machine. */
+static void decode_step_log(tg_gpt *g) {
+    const tg_gpt2_config *c = tg_gpt_config(g);
+    int n_prompt = 64, steps = step_log, nm = 1;
+    if (n_prompt + steps > c->n_ctx) steps = c->n_ctx - n_prompt;
+    tg_gpt *gs[2] = {g, NULL};
+    bench_model ab = {anon_model, NULL};
+    if (have_anon) gs[nm++] = make_gpt(&ab, 1, NULL);
+    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+    int prompt[64];
+    double *wall = malloc(2 * (size_t)steps * sizeof *wall), *cpu = malloc(2 * (size_t)steps * sizeof *cpu);
+    long *flt = malloc(2 * (size_t)steps * sizeof *flt);
+    if (!logits || !wall || !cpu || !flt) {
+        fprintf(stderr, "bench_model: out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < n_prompt; i++) prompt[i] = (i * 7919) % c->n_vocab;
+    for (int k = 0; k < nm; k++) forward(gs[k], prompt, n_prompt, 0, logits);
+    print_mapping("after the prefill");
+    for (int i = 0; i < steps; i++)
+        for (int k = 0; k < nm; k++) {
+            struct rusage r0, r1;
+            int tok = 1 + i;
+            getrusage(RUSAGE_THREAD, &r0);
+            double t0 = now(), c0 = thread_cpu_now();
+            forward(gs[k], &tok, 1, n_prompt + i, logits);
+            cpu[k * steps + i] = thread_cpu_now() - c0;
+            wall[k * steps + i] = now() - t0;
+            getrusage(RUSAGE_THREAD, &r1);
+            flt[k * steps + i] = (r1.ru_minflt - r0.ru_minflt) + (r1.ru_majflt - r0.ru_majflt);
+        }
+    print_mapping("after the steps  ");
+    print_steps("mapped", cpu, wall, flt, steps);
+    if (nm > 1) {
+        print_steps("anonymous copy", cpu + steps, wall + steps, flt + steps, steps);
+        tg_gpt_free(gs[1]);
+    }
+    free(logits);
+    free(wall);
+    free(cpu);
+    free(flt);
+}
+
 /* --prefill T,...: the prefill lengths (default: one, half the context up
  * to 512); --no-decode skips the decode figures. */
 static int prefill_T[8], n_prefill, no_decode;
@@ -528,6 +658,11 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
         int th = threads[ti];
         tg_gpt *g = make_gpt(b, th, isa);
         tg_err err;
+        if (step_log) {
+            decode_step_log(g);
+            tg_gpt_free(g);
+            continue;
+        }
         if (!no_decode) {
             tg_opcost k = tg_opcost_forward(c, 1, n_prompt + steps / 2, 1);
             /* the KV cache's bytes as stored (an f16 cache: half) */
@@ -619,6 +754,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtypes = argv[++i];
         else if (!strcmp(argv[i], "--no-decode")) no_decode = 1;
+        else if (!strcmp(argv[i], "--step-log") && i + 1 < argc) {
+            step_log = atoi(argv[++i]);
+            if (step_log < 1 || step_log > 1 << 20) {
+                fprintf(stderr, "bench_model: --step-log: a number of steps, >= 1\n");
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--prefill") && i + 1 < argc) {
             n_prefill = 0;
             for (char *s = argv[++i]; *s && n_prefill < 8;) {
@@ -644,7 +786,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr, "usage: bench_model [--quick] [--only tiny|gpt2 | --model FILE] "
                             "[-t 1,2] [--isa ISA] [--small-pages] [--dtype f32,q8_0,...] [--kv-type f32|f16] "
-                            "[--prefill 128,512] [--no-decode]\n");
+                            "[--prefill 128,512] [--no-decode] [--step-log N]\n");
             return 2;
         }
     }

@@ -86,7 +86,7 @@ def main():
                 c0.append(cpu_of(c_short)[1])
             else:
                 text, cpu = cpu_of(t_cmd)
-                m = re.search(r"generated: \d+ tokens, ([0-9.]+) tok/s", text)
+                m = re.search(r"generated: \d+ tokens?, ([0-9.]+) tok/s", text)
                 t_tps.append(float(m.group(1)))
                 t_cpu.append(cpu)
                 t0.append(cpu_of(t_short)[1])

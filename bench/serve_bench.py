@@ -60,7 +60,7 @@ def generate(threads, n):
     if MODEL:
         args += ["-m", MODEL]
     err = subprocess.run(args, capture_output=True).stderr
-    m = re.search(r"prompt: (\d+) tokens, ([0-9.]+) tok/s \| generated: (\d+) tokens, ([0-9.]+) tok/s", err.decode())
+    m = re.search(r"prompt: (\d+) tokens?, ([0-9.]+) tok/s \| generated: (\d+) tokens?, ([0-9.]+) tok/s", err.decode())
     n_p, r_p, n_g, r_g = int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))
     wall = (n_p / r_p if r_p > 0 else 0) + (n_g / r_g if r_g > 0 else 0)
     return wall, n_g

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """train_torch.py — the PyTorch baseline for bench_train: the same GPT-2
 (tests/model/torch_gpt2.py) or, with "llama KVH F", the same tied Llama
-(tests/model/train_llama_ref.py), batch and AdamW step, float32 on the CPU.
+(the Llama of tests/model/train_ref.py), batch and AdamW step, float32 on the CPU.
 usage: train_torch.py L H E C V B threads steps [llama KVH F] ; prints one JSON line."""
 import json
 import os
@@ -12,7 +12,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "model"))
 from torch_gpt2 import GPT2, table_sizes  # noqa: E402
-from train_llama_ref import Llama  # noqa: E402
+from train_ref import Llama  # noqa: E402
 
 L, H, E, C, V, B, nth, steps = (int(x) for x in sys.argv[1:9])
 llama = len(sys.argv) == 12

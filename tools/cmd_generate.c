@@ -456,10 +456,11 @@ static void print_stats(const gen *g, int n_prompt, double t_prefill, const cont
                         uint64_t seed, const char *label) {
     fflush(stdout);
     fprintf(stderr,
-            "%sprompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | stop: %s | "
+            "%sprompt: %d token%s, %.1f tok/s | generated: %d token%s, %.1f tok/s | stop: %s | "
             "seed %llu | %d thread%s, %s\n",
-            label, n_prompt, t_prefill > 0 ? n_prompt / t_prefill : 0.0, c->n_out,
-            c->seconds > 0 ? c->n_out / c->seconds : 0.0, c->stop, (unsigned long long)seed,
+            label, n_prompt, n_prompt == 1 ? "" : "s", t_prefill > 0 ? n_prompt / t_prefill : 0.0,
+            c->n_out, c->n_out == 1 ? "" : "s", c->seconds > 0 ? c->n_out / c->seconds : 0.0, c->stop,
+            (unsigned long long)seed,
             (int)g->o->threads, g->o->threads == 1 ? "" : "s",
             tg_isa_name(tg_gpt_engine(g->rc->gpt)->isa));
 }

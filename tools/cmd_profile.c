@@ -536,6 +536,12 @@ int cmd_profile(int argc, char **argv) {
         if (a.prompt_tokens < 0) {
             a.prompt_tokens = 128;
             if (a.prompt_tokens > c->n_ctx - a.gen) a.prompt_tokens = c->n_ctx - a.gen;
+        } else if (a.prompt && a.prompt_tokens > c->n_ctx) {
+            /* a text too long is a runtime error (exit 1), as in generate */
+            free(prompt);
+            tg_gpt2_free(&m);
+            return cli_error(CMD, "the prompt is %ld tokens, longer than the context of %d tokens",
+                             a.prompt_tokens, C);
         } else if (a.prompt_tokens + a.gen > c->n_ctx) {
             free(prompt);
             tg_gpt2_free(&m);

@@ -23,7 +23,7 @@
 struct tg_gguf {
     const uint8_t *base;
     size_t size;
-    void *map;              /* non-NULL when we own an mmap of `size` bytes */
+    wt_map map;             /* the file's mapping (tg_gguf_open); map.fd -1 otherwise */
     char *name;
     uint32_t version, alignment;
     uint64_t data_off;
@@ -475,6 +475,7 @@ static tg_status finish(tg_gguf **out, tg_gguf *g, tg_err *err) {
 tg_status tg_gguf_parse(tg_gguf **out, const void *buf, size_t len, const char *name, tg_err *err) {
     *out = NULL;
     tg_gguf *g = calloc(1, sizeof *g);
+    if (g) g->map.fd = -1;
     if (!g || !(g->name = strdup(name ? name : "<memory>"))) {
         free(g);
         return tg_fail(err, TG_ERR_NOMEM, "gguf: out of memory");
@@ -490,6 +491,7 @@ tg_status tg_gguf_open(tg_gguf **out, const char *path, tg_err *err) {
     int fd = wt_open_regular(path, &st, err);
     if (fd < 0) return TG_ERR_IO;
     tg_gguf *g = calloc(1, sizeof *g);
+    if (g) g->map.fd = -1;
     if (!g || !(g->name = strdup(path))) {
         free(g);
         close(fd);
@@ -498,20 +500,16 @@ tg_status tg_gguf_open(tg_gguf **out, const char *path, tg_err *err) {
     g->size = (size_t)st.st_size;
     static const uint8_t empty[1];
     g->base = empty;
-    if (g->size > 0) {
-        void *m = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            tg_gguf_close(g);
-            return tg_fail(err, TG_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
-        }
-        g->map = m;
-        g->base = m;
+    tg_status s = wt_map_open(&g->map, fd, g->size, path, err);
+    if (s) {
+        tg_gguf_close(g);
+        return s;
     }
-    close(fd);
+    if (g->map.addr) g->base = g->map.addr;
     return finish(out, g, err);
 }
+
+int tg_gguf_settle(tg_gguf *g) { return wt_map_settle(&g->map); }
 
 void tg_gguf_close(tg_gguf *g) {
     if (!g) return;
@@ -524,7 +522,7 @@ void tg_gguf_close(tg_gguf *g) {
     free(g->tensors);
     free(g->kv_by_key);
     free(g->t_by_name);
-    if (g->map) munmap(g->map, g->size);
+    wt_map_close(&g->map);
     free(g->name);
     free(g);
 }

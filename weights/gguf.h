@@ -82,6 +82,10 @@ tg_status tg_gguf_open(tg_gguf **out, const char *path, tg_err *err);
 tg_status tg_gguf_parse(tg_gguf **out, const void *buf, size_t len, const char *name,
                         tg_err *err);
 void tg_gguf_close(tg_gguf *g);
+/* Once the loader has read every tensor: the mapping re-read in 2 MiB
+ * pages where the page cache had it in smaller ones (wt_map_settle in
+ * weights/file.h); 1 if it re-read. Nothing for a parsed buffer. */
+int tg_gguf_settle(tg_gguf *g);
 
 uint32_t tg_gguf_version(const tg_gguf *g);
 uint32_t tg_gguf_alignment(const tg_gguf *g);

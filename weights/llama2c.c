@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -258,6 +257,7 @@ static tg_status finish(tg_l2c **out, tg_l2c *c, tg_err *err) {
 tg_status tg_l2c_parse(tg_l2c **out, const void *buf, size_t len, const char *name, tg_err *err) {
     *out = NULL;
     tg_l2c *c = calloc(1, sizeof *c);
+    if (c) c->map.fd = -1;
     if (!c || !(c->name = strdup(name ? name : "llama2.c"))) {
         free(c);
         return tg_fail(err, TG_ERR_NOMEM, "llama2.c: out of memory");
@@ -274,6 +274,7 @@ tg_status tg_l2c_open(tg_l2c **out, const char *path, tg_err *err) {
     int fd = wt_open_regular(path, &st, err);
     if (fd < 0) return TG_ERR_IO;
     tg_l2c *c = calloc(1, sizeof *c);
+    if (c) c->map.fd = -1;
     if (!c || !(c->name = strdup(path))) {
         free(c);
         close(fd);
@@ -282,18 +283,12 @@ tg_status tg_l2c_open(tg_l2c **out, const char *path, tg_err *err) {
     static const uint8_t empty[1];
     c->base = empty;
     c->size = (size_t)st.st_size;
-    if (c->size) {
-        void *m = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            tg_l2c_close(c);
-            return tg_fail(err, TG_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
-        }
-        c->map = m;
-        c->base = m;
+    tg_status s = wt_map_open(&c->map, fd, c->size, path, err);
+    if (s) {
+        tg_l2c_close(c);
+        return s;
     }
-    close(fd);
+    if (c->map.addr) c->base = c->map.addr;
     return finish(out, c, err);
 }
 
@@ -302,7 +297,7 @@ void tg_l2c_close(tg_l2c *c) {
     for (int i = 0; i < c->n_deq; i++) free(c->deq[i]);
     free(c->deq);
     free(c->tensors);
-    if (c->map) munmap(c->map, c->size);
+    wt_map_close(&c->map);
     free(c->name);
     free(c);
 }

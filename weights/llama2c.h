@@ -39,6 +39,7 @@
 
 #include "engine/status.h"
 #include "weights/config.h"
+#include "weights/file.h"
 #include "weights/tensors.h"
 
 #define TG_L2C_MAGIC 0x616b3432u /* "ak42" as export.py packs it (struct 'I') */
@@ -88,7 +89,7 @@ typedef struct tg_l2c {
     int n_tensors;
     const uint8_t *base;
     size_t size;
-    void *map;
+    wt_map map;             /* the file's mapping (open); map.fd -1 for a buffer */
     char *name;
     float **deq;            /* v2 tensors dequantized (or repacked as Q8_0) by tg_l2c_tensor_set */
     int n_deq;

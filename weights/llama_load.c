@@ -50,6 +50,7 @@ tg_status wt_llama2c_probe(tg_model *m, const char *path, int flags, int *claime
     store->reader = c;
     store->reader_close = close_l2c;
     if (!(flags & TG_LOAD_NO_CHECK) && (s = tg_l2c_check_finite(c, err))) return s;
+    wt_map_settle(&c->map); /* after the scan read it all (a no-op otherwise) */
     tg_model_config cfg;
     tg_tensor_set ts = {0};
     if ((s = tg_l2c_tensor_set(c, &cfg, &ts, err))) return s;

@@ -92,6 +92,7 @@ tg_status tg_model_load(tg_model *m, const char *path, int flags, tg_err *err) {
         gpt2_store *st = m->priv;
         s = tg_gguf_open(&st->gguf, path, err);
         if (!s) s = wt_bind_gguf(m, path, flags, err);
+        if (!s) tg_gguf_settle(st->gguf); /* the scan has read every tensor */
         else if (why[0] && err && strstr(err->msg, "not a GGUF file")) {
             /* say why it is not a llama2.c checkpoint either */
             size_t n = strlen(err->msg);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -190,6 +189,7 @@ static tg_status finish(tg_st **out, tg_st *st, tg_err *err) {
 tg_status tg_st_parse(tg_st **out, const void *buf, size_t len, const char *name, tg_err *err) {
     *out = NULL;
     tg_st *st = calloc(1, sizeof *st);
+    if (st) st->map.fd = -1;
     if (!st || !(st->name = strdup(name ? name : "<memory>"))) {
         free(st);
         return tg_fail(err, TG_ERR_NOMEM, "safetensors: out of memory");
@@ -205,6 +205,7 @@ tg_status tg_st_open(tg_st **out, const char *path, tg_err *err) {
     int fd = wt_open_regular(path, &sb, err);
     if (fd < 0) return TG_ERR_IO;
     tg_st *st = calloc(1, sizeof *st);
+    if (st) st->map.fd = -1;
     if (!st || !(st->name = strdup(path))) {
         free(st);
         close(fd);
@@ -213,18 +214,12 @@ tg_status tg_st_open(tg_st **out, const char *path, tg_err *err) {
     static const uint8_t empty[1];
     st->base = empty;
     st->size = (size_t)sb.st_size;
-    if (st->size) {
-        void *m = mmap(NULL, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            tg_st_close(st);
-            return tg_fail(err, TG_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
-        }
-        st->map = m;
-        st->base = m;
+    tg_status s = wt_map_open(&st->map, fd, st->size, path, err);
+    if (s) {
+        tg_st_close(st);
+        return s;
     }
-    close(fd);
+    if (st->map.addr) st->base = st->map.addr;
     return finish(out, st, err);
 }
 
@@ -232,7 +227,7 @@ void tg_st_close(tg_st *st) {
     if (!st) return;
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     free(st->tensors);
-    if (st->map) munmap(st->map, st->size);
+    wt_map_close(&st->map);
     free(st->name);
     free(st);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine/status.h"
+#include "weights/file.h"
 
 #define TG_ST_MAX_DIMS 8
 #define TG_ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
@@ -33,7 +34,7 @@ typedef struct tg_st {
     int n_tensors;
     const uint8_t *base;
     size_t size;
-    void *map;
+    wt_map map;             /* the file's mapping (open); map.fd -1 for a buffer */
     char *name;
 } tg_st;
 

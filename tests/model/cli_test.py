@@ -138,6 +138,10 @@ def main():
         # Empty prompt: starts from <|endoftext|>, which is not echoed.
         chain0 = greedy_chain(w, cfg, [EOS], 10)
         r = ck.run("generate", "-m", gg, "-p", "", "-n", 10, "--temp", 0, "--ignore-eos")
+        # one token is "1 token" (it read "1 tokens"), both counts
+        ck.check("prompt: 1 token, " in r.stderr.decode(), "stats line: %r" % r.stderr)
+        r1 = ck.run("generate", "-m", gg, "-p", "", "-n", 1, "--temp", 0, "--ignore-eos")
+        ck.check("generated: 1 token, " in r1.stderr.decode(), "stats line: %r" % r1.stderr)
         ck.check(r.stdout == b"".join(ID2B[i] for i in chain0) + b"\n",
                  "empty prompt: got %r" % r.stdout)
         # A prompt file works like -p.

@@ -251,7 +251,7 @@ def test_stops(sm, gg):
         want = b"a" + cont[:start] + b"\n"
         n_tok = end  # one byte per token
         check(r.returncode == 0 and r.stdout == want and "stop: stop" in err
-              and "generated: %d tokens" % n_tok in err
+              and "generated: %d token%s," % (n_tok, "" if n_tok == 1 else "s") in err
               and not any(x.encode() in r.stdout[1:] for x in stops),
               "%s %s: %r want %r (%s)" % (what, stops, r.stdout, want, err.strip()))
         d = js(stop_run(stops, extra=["--json"]))

@@ -1,4 +1,4 @@
-/* test_train.c — model/train.c against PyTorch (tests/model/train_ref.py):
+/* test_train.c — model/train.c against PyTorch (tests/model/train_ref.py gpt2):
  * for a small random model and batch, the loss, every parameter's gradient
  * and the parameters after a few AdamW steps; and bit-identical gradients
  * for any thread count. Suite 'train'. */
@@ -34,35 +34,16 @@ static tcase make_case(void) {
     return c;
 }
 
-/* GPT-2 init, then every bias and layernorm parameter made non-trivial so
- * that all gradients are generic; weights scaled up so the loss is far from
- * log V and attention far from uniform. */
+/* GPT-2 init, perturbed (train_perturb_init): every bias and layernorm
+ * parameter non-trivial so that all gradients are generic. */
 static tg_trainer *make_trainer(const tcase *c, int threads, const char *isa) {
     tg_trainer *tr;
     tg_err err;
     cr_assert_eq(tg_trainer_create(&tr, &c->cfg, c->B, c->T, threads, isa, &err), TG_OK, "%s",
                  err.msg);
-    tg_trainer_init_params(tr, 42);
-    tg_rng r = {99};
-    float *p = tg_trainer_params(tr);
-    size_t off = 0;
-    for (int i = 0; i < TG_TRAIN_N_TENSORS; i++) {
-        tg_train_tensor t = tg_trainer_tensor(tr, i);
-        for (size_t j = 0; j < t.n; j++) {
-            if (t.decay) p[off + j] *= 8.0f;
-            else p[off + j] += 0.3f * tg_rng_normal(&r);
-        }
-        off += t.n;
-    }
+    train_perturb_init(tr);
     return tr;
 }
-
-static const tg_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f};
-#define STEPS 3
-#define LR 1e-2f
-#define LR_MIN 1e-3f
-#define WARMUP 1
-#define CLIP 1.0f
 
 /* Runs the oracle on c with the trainer's parameters; fills loss, grads[n] and
  * the parameters after STEPS AdamW steps. */
@@ -73,8 +54,9 @@ static void run_oracle(const tcase *c, tg_trainer *tr, double *loss, double *gra
         float f[8];
     } hdr = {{c->cfg.n_layer, c->cfg.n_head, c->cfg.n_embd, c->cfg.n_ctx, c->cfg.n_vocab, c->B, c->T,
               STEPS, WARMUP, 1, 0, 0},
-             {LR, LR_MIN, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, CLIP, 0}};
-    train_oracle("train_ref.py", &hdr, sizeof hdr, tr, c->tok, c->tgt, c->B * c->T, loss, grads, stepped);
+             {LR, LR_MIN, train_opt.beta1, train_opt.beta2, train_opt.eps, train_opt.weight_decay,
+              CLIP, 0}};
+    train_oracle("gpt2", &hdr, sizeof hdr, tr, c->tok, c->tgt, c->B * c->T, loss, grads, stepped);
 }
 
 Test(train, matches_pytorch, .timeout = 120) {
@@ -101,50 +83,18 @@ Test(train, matches_pytorch, .timeout = 120) {
     }
 
     /* STEPS AdamW steps on the same batch; compare the parameter change */
-    for (int s = 0; s < STEPS; s++) {
-        float loss;
-        cr_assert_eq(tg_trainer_forward(tr, c.tok, c.tgt, c.B, c.T, &loss, NULL, NULL), TG_OK);
-        tg_trainer_zero_grad(tr);
-        tg_trainer_backward(tr);
-        tg_trainer_step(tr, &opt, tg_train_lr(s, STEPS, WARMUP, LR, LR_MIN), CLIP);
-    }
     tg_trainer *t0 = make_trainer(&c, 1, NULL);
-    const float *p0 = tg_trainer_params(t0), *p = tg_trainer_params(tr);
-    double *dref = malloc(sizeof(double) * n);
-    float *dp = malloc(sizeof(float) * n);
-    for (size_t i = 0; i < n; i++) {
-        dref[i] = (double)ref_p[i] - p0[i];
-        dp[i] = (float)((double)p[i] - p0[i]);
-    }
-    size_t skipped;
-    uint8_t *skip = train_noise_skip(tr, ref_g, &skipped);
-    cr_expect(skipped < n / 50, "%zu of %zu gradients are ~0", skipped, n);
-    train_check_tensors(tr, dp, dref, 3e-4, "AdamW update", skip);
-    free(skip);
+    train_check_adamw(tr, tg_trainer_params(t0), c.tok, c.tgt, c.B, c.T, ref_p, ref_g, 3e-4, "gpt2");
     tg_trainer_free(t0);
     tg_trainer_free(tr);
-    free(ref_g), free(ref_p), free(dref), free(dp), free(c.tok), free(c.tgt);
+    free(ref_g), free(ref_p), free(c.tok), free(c.tgt);
 }
 
 Test(train, thread_count_does_not_change_results) {
     tcase c = make_case();
-    float *g[2];
-    float loss[2];
-    size_t n = 0;
-    int threads[2] = {1, 3};
-    for (int k = 0; k < 2; k++) {
-        tg_trainer *tr = make_trainer(&c, threads[k], NULL);
-        n = tg_trainer_n_params(tr);
-        cr_assert_eq(tg_trainer_forward(tr, c.tok, c.tgt, c.B, c.T, &loss[k], NULL, NULL), TG_OK);
-        tg_trainer_zero_grad(tr);
-        tg_trainer_backward(tr);
-        g[k] = malloc(sizeof(float) * n);
-        memcpy(g[k], tg_trainer_grads(tr), sizeof(float) * n);
-        tg_trainer_free(tr);
-    }
-    cr_expect_eq(memcmp(&loss[0], &loss[1], sizeof(float)), 0, "loss %.9g vs %.9g", loss[0], loss[1]);
-    cr_expect_eq(memcmp(g[0], g[1], sizeof(float) * n), 0, "gradients differ between 1 and 3 threads");
-    free(g[0]), free(g[1]), free(c.tok), free(c.tgt);
+    train_expect_thread_independent(make_trainer(&c, 1, NULL), make_trainer(&c, 3, NULL), c.tok, c.tgt,
+                                    c.B, c.T, "gpt2");
+    free(c.tok), free(c.tgt);
 }
 
 Test(train, rejects_bad_shapes_and_tokens) {

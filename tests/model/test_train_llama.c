@@ -1,5 +1,5 @@
 /* test_train_llama.c — model/train_llama.c against PyTorch
- * (tests/model/train_llama_ref.py): random small Llamas with MHA, GQA and
+ * (tests/model/train_ref.py llama): random small Llamas with MHA, GQA and
  * MQA, odd sizes, tied and untied, both RoPE pair conventions and partial
  * rotary dimensions; the loss, every parameter's gradient (float64
  * autograd) and the parameters after a few AdamW steps (float32 torch.optim),
@@ -46,35 +46,17 @@ static lcase make_case(int which) {
     return c;
 }
 
-/* The Llama init, then matrices scaled up (the loss far from log V,
- * attention far from uniform) and the RMSNorm gains perturbed. */
+/* The Llama init, perturbed (train_perturb_init): matrices scaled up, the
+ * RMSNorm gains perturbed. */
 static tg_trainer *make_trainer(const lcase *c, int threads, const char *isa) {
     tg_trainer *tr;
     tg_err err;
     cr_assert_eq(tg_trainer_create_ex(&tr, &c->cfg, c->untied ? TG_TRAIN_UNTIED : 0, c->B, c->T,
                                       threads, isa, &err),
                  TG_OK, "%s", err.msg);
-    tg_trainer_init_params(tr, 42);
-    tg_rng r = {99};
-    float *p = tg_trainer_params(tr);
-    size_t off = 0;
-    for (int i = 0; i < tg_trainer_n_tensors(tr); i++) {
-        tg_train_tensor t = tg_trainer_tensor(tr, i);
-        for (size_t j = 0; j < t.n; j++) {
-            if (t.decay) p[off + j] *= 8.0f;
-            else p[off + j] += 0.3f * tg_rng_normal(&r);
-        }
-        off += t.n;
-    }
+    train_perturb_init(tr);
     return tr;
 }
-
-static const tg_adamw opt = {0.9f, 0.95f, 1e-8f, 0.1f};
-#define STEPS 3
-#define LR 1e-2f
-#define LR_MIN 1e-3f
-#define WARMUP 1
-#define CLIP 1.0f
 
 static void run_oracle(const lcase *c, tg_trainer *tr, double *loss, double *grads, float *stepped) {
     const tg_model_config *k = &c->cfg;
@@ -83,9 +65,9 @@ static void run_oracle(const lcase *c, tg_trainer *tr, double *loss, double *gra
         float f[10];
     } hdr = {{k->n_layer, k->n_head, k->n_kv_head, k->n_embd, k->head_dim, k->n_ctx, k->n_vocab, k->n_ff,
               c->B, c->T, STEPS, WARMUP, !c->untied, k->rope_dim, k->rope_pairs == TG_ROPE_HALVES, 0},
-             {LR, LR_MIN, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, CLIP, k->rope_theta,
-              k->ln_eps, 0}};
-    train_oracle("train_llama_ref.py", &hdr, sizeof hdr, tr, c->tok, c->tgt, c->B * c->T, loss, grads,
+             {LR, LR_MIN, train_opt.beta1, train_opt.beta2, train_opt.eps, train_opt.weight_decay,
+              CLIP, k->rope_theta, k->ln_eps, 0}};
+    train_oracle("llama", &hdr, sizeof hdr, tr, c->tok, c->tgt, c->B * c->T, loss, grads,
                  stepped);
 }
 
@@ -129,31 +111,11 @@ static void check_case(int which) {
     }
 
     /* STEPS AdamW steps on the same batch: the parameter change */
-    for (int s = 0; s < STEPS; s++) {
-        float loss;
-        cr_assert_eq(tg_trainer_forward(tr, c.tok, c.tgt, c.B, c.T, &loss, NULL, NULL), TG_OK);
-        tg_trainer_zero_grad(tr);
-        tg_trainer_backward(tr);
-        tg_trainer_step(tr, &opt, tg_train_lr(s, STEPS, WARMUP, LR, LR_MIN), CLIP);
-    }
     tg_trainer *t0 = make_trainer(&c, 1, NULL);
-    const float *p0 = tg_trainer_params(t0), *p = tg_trainer_params(tr);
-    double *dref = malloc(sizeof(double) * n);
-    float *dp = malloc(sizeof(float) * n);
-    for (size_t i = 0; i < n; i++) {
-        dref[i] = (double)ref_p[i] - p0[i];
-        dp[i] = (float)((double)p[i] - p0[i]);
-    }
-    size_t skipped;
-    uint8_t *skip = train_noise_skip(tr, ref_g, &skipped);
-    cr_expect(skipped < n / 50, "%s: %zu of %zu gradients are ~0", c.name, skipped, n);
-    char what[96];
-    snprintf(what, sizeof what, "%s AdamW update", c.name);
-    train_check_tensors(tr, dp, dref, 3 * tol, what, skip);
-    free(skip);
+    train_check_adamw(tr, tg_trainer_params(t0), c.tok, c.tgt, c.B, c.T, ref_p, ref_g, 3 * tol, c.name);
     tg_trainer_free(t0);
     tg_trainer_free(tr);
-    free(ref_g), free(ref_p), free(dref), free(dp), free(c.tok), free(c.tgt);
+    free(ref_g), free(ref_p), free(c.tok), free(c.tgt);
 }
 
 Test(train_llama, mha_untied_matches_pytorch, .timeout = 120) { check_case(0); }
@@ -163,22 +125,9 @@ Test(train_llama, mqa_halves_partial_matches_pytorch, .timeout = 120) { check_ca
 Test(train_llama, thread_count_does_not_change_results) {
     for (int which = 1; which < 3; which++) {
         lcase c = make_case(which);
-        float *g[2], loss[2];
-        size_t n = 0;
-        int threads[2] = {1, 3};
-        for (int k = 0; k < 2; k++) {
-            tg_trainer *tr = make_trainer(&c, threads[k], NULL);
-            n = tg_trainer_n_params(tr);
-            cr_assert_eq(tg_trainer_forward(tr, c.tok, c.tgt, c.B, c.T, &loss[k], NULL, NULL), TG_OK);
-            tg_trainer_zero_grad(tr);
-            tg_trainer_backward(tr);
-            g[k] = malloc(sizeof(float) * n);
-            memcpy(g[k], tg_trainer_grads(tr), sizeof(float) * n);
-            tg_trainer_free(tr);
-        }
-        cr_expect_eq(memcmp(&loss[0], &loss[1], sizeof(float)), 0, "%s: loss %.9g vs %.9g", c.name, loss[0], loss[1]);
-        cr_expect_eq(memcmp(g[0], g[1], sizeof(float) * n), 0, "%s: gradients differ between 1 and 3 threads", c.name);
-        free(g[0]), free(g[1]), free(c.tok), free(c.tgt);
+        train_expect_thread_independent(make_trainer(&c, 1, NULL), make_trainer(&c, 3, NULL), c.tok,
+                                        c.tgt, c.B, c.T, c.name);
+        free(c.tok), free(c.tgt);
     }
 }
 

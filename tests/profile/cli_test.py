@@ -470,7 +470,11 @@ def main():
             r = run(args, expect=2)
             check(want in r.stderr, f"{args}: stderr {r.stderr!r}, wanted {want!r}")
 
-        # Runtime errors: exit 1, nothing written.
+        # Runtime errors: exit 1, nothing written. A prompt text longer than
+        # the context is one, as in generate and attention (it was exit 2).
+        r = run(["profile", "-m", model, "-p", "ab " * 400, "-n", "1"], expect=1)
+        check(r.stderr.count("\n") == 1 and "longer than the context of 96 tokens" in r.stderr,
+              f"profile, too long a prompt: stderr {r.stderr!r}")
         run(["profile", "-m", os.path.join(tmp, "missing.gguf")], expect=1)
         run(["bench", "-m", os.path.join(tmp, "missing.gguf")], expect=1)
         junk = os.path.join(tmp, "junk.gguf")

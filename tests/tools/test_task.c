@@ -13,41 +13,11 @@
 #include <unistd.h>
 
 #include "model/task.h"
+#include "tests/tools/cli_dir.h"
 #include "weights/gguf.h"
 #include "weights/gpt2.h"
 
-static char dir[64];
-
-static void setup(void) {
-    strcpy(dir, "/tmp/tg_taskXXXXXX");
-    cr_assert(mkdtemp(dir));
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-/* Runs `tinygpt ARGS` in dir, stdout to out.txt, stderr to err.txt. */
-static int run(const char *args) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s > out.txt 2> err.txt", dir, TINYGPT_EXE, args);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *slurp(const char *name) {
-    char p[128];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return buf;
-}
+static void setup(void) { cli_dir_make("/tmp/tg_taskXXXXXX"); }
 
 static double json_num(const char *js, const char *key) {
     char k[64];
@@ -112,7 +82,7 @@ Test(task, bad_options_are_errors) {
  * but that one, 2. On marked-tuple k=1 digits=2 (V = 7) it answers "=1"
  * always: accuracy = the share of answers that are "=1", loss
  * log(e² + 6) - 2 on those and log(e² + 6) on the others. */
-Test(task, eval_on_a_hand_built_model, .init = setup, .fini = teardown) {
+Test(task, eval_on_a_hand_built_model, .init = setup, .fini = cli_dir_remove) {
     tg_task t;
     tg_err err;
     cr_assert_eq(tg_task_parse(&t, "marked-tuple", "k=1,digits=2,len=5", &err), TG_OK);
@@ -159,8 +129,8 @@ Test(task, eval_on_a_hand_built_model, .init = setup, .fini = teardown) {
     cr_assert(ones > 100 && ones < 300, "%d of %d answers are =1", ones, N);
     double lz = log(exp(2.0) + 6.0);
     double want_loss = (ones * (lz - 2.0) + (N - ones) * lz) / N;
-    cr_assert_eq(run("eval -m hand.gguf -n 400 --seed 3 --json"), 0, "%s", slurp("err.txt"));
-    char *js = slurp("out.txt");
+    cr_assert_eq(tinygpt_run("eval -m hand.gguf -n 400 --seed 3 --json"), 0, "%s", slurp("err.txt", NULL));
+    char *js = slurp("out.txt", NULL);
     cr_expect(fabs(json_num(js, "accuracy") - (double)ones / N) < 1e-9, "accuracy in %s, want %d/%d", js, ones, N);
     cr_expect(fabs(json_num(js, "sequence_accuracy") - (double)ones / N) < 1e-9, "%s", js);
     cr_expect(fabs(json_num(js, "loss") - want_loss) < 1e-5 * want_loss, "loss in %s, want %.9g", js, want_loss);
@@ -168,23 +138,23 @@ Test(task, eval_on_a_hand_built_model, .init = setup, .fini = teardown) {
     cr_expect_eq((long)json_num(js, "answers"), N);
     free(js);
     /* the recorded task is the default, and another --task must fit the model */
-    cr_expect_eq(run("eval -m hand.gguf -n 10"), 0);
-    cr_expect_eq(run("eval -m hand.gguf --task marked-tuple --task-opts k=2,digits=2,len=5"), 1);
-    js = slurp("err.txt");
+    cr_expect_eq(tinygpt_run("eval -m hand.gguf -n 10"), 0);
+    cr_expect_eq(tinygpt_run("eval -m hand.gguf --task marked-tuple --task-opts k=2,digits=2,len=5"), 1);
+    js = slurp("err.txt", NULL);
     cr_expect(strstr(js, "vocabulary of 7 tokens") != NULL, "%s", js);
     free(js);
-    cr_expect_eq(run("eval -m hand.gguf --task marked-tuple --task-opts k=1,digits=2,len=50"), 1);
-    cr_expect_eq(run("eval -m hand.gguf --task marked-tuple --task-opts k=1,digits=2,len=5,x=1"), 2);
+    cr_expect_eq(tinygpt_run("eval -m hand.gguf --task marked-tuple --task-opts k=1,digits=2,len=50"), 1);
+    cr_expect_eq(tinygpt_run("eval -m hand.gguf --task marked-tuple --task-opts k=1,digits=2,len=5,x=1"), 2);
     /* a text command on a task model: a clear error, no crash */
-    cr_expect_eq(run("generate -m hand.gguf -p 1 -n 2"), 1);
+    cr_expect_eq(tinygpt_run("generate -m hand.gguf -p 1 -n 2"), 1);
     free(z), free(lnf_b), free(head);
 }
 
-Test(task, training_lowers_the_loss_and_records_the_task, .init = setup, .fini = teardown, .timeout = 120) {
-    cr_assert_eq(run("train --task marked-tuple --task-opts k=2,digits=2,len=6 --layers 1 --heads 2 "
+Test(task, training_lowers_the_loss_and_records_the_task, .init = setup, .fini = cli_dir_remove, .timeout = 120) {
+    cr_assert_eq(tinygpt_run("train --task marked-tuple --task-opts k=2,digits=2,len=6 --layers 1 --heads 2 "
                      "--embd 32 --batch 16 --steps 120 --eval-every 20 --lr 1e-2 -o m.gguf"),
-                 0, "%s", slurp("err.txt"));
-    char *csv = slurp("m.csv");
+                 0, "%s", slurp("err.txt", NULL));
+    char *csv = slurp("m.csv", NULL);
     cr_assert(csv);
     /* step,train_loss,heldout_loss,heldout_accuracy,... */
     double first = NAN, last = NAN, acc = NAN;
@@ -199,31 +169,31 @@ Test(task, training_lowers_the_loss_and_records_the_task, .init = setup, .fini =
     cr_expect(last < first - 0.3, "held-out loss %.4f -> %.4f: training did not lower it", first, last);
     cr_expect(acc > 0.25 + 0.1, "held-out accuracy %.3f (chance 0.25)", acc);
     free(csv);
-    cr_expect_eq(run("eval -m m.gguf --json -n 300"), 0);
-    char *js = slurp("out.txt");
+    cr_expect_eq(tinygpt_run("eval -m m.gguf --json -n 300"), 0);
+    char *js = slurp("out.txt", NULL);
     cr_expect(json_num(js, "accuracy") > 0.35, "%s", js);
     cr_expect(strstr(js, "\"opts\": \"len=6,digits=2,k=2,spacing=1\"") != NULL, "%s", js);
     free(js);
     /* compare and attention pick the task up */
-    cr_assert_eq(run("train --task marked-tuple --task-opts k=2,digits=2,len=6 --heads 1 --embd 32 "
+    cr_assert_eq(tinygpt_run("train --task marked-tuple --task-opts k=2,digits=2,len=6 --heads 1 --embd 32 "
                      "--batch 16 --steps 20 -o m1.gguf"), 0);
-    cr_expect_eq(run("compare m1.gguf m.gguf -n 200 --json"), 0, "%s", slurp("err.txt"));
-    js = slurp("out.txt");
+    cr_expect_eq(tinygpt_run("compare m1.gguf m.gguf -n 200 --json"), 0, "%s", slurp("err.txt", NULL));
+    js = slurp("out.txt", NULL);
     cr_expect(strstr(js, "\"keep_only_accuracy\"") != NULL && strstr(js, "\"heads\": 2") != NULL, "%s", js);
     free(js);
-    cr_expect_eq(run("attention -m m.gguf --seed 4"), 0, "%s", slurp("err.txt"));
-    js = slurp("out.txt");
+    cr_expect_eq(tinygpt_run("attention -m m.gguf --seed 4"), 0, "%s", slurp("err.txt", NULL));
+    js = slurp("out.txt", NULL);
     cr_expect(strstr(js, "#1") != NULL && strstr(js, "fixes on") != NULL, "%s", js);
     free(js);
     /* deterministic, whatever the thread count */
-    cr_assert_eq(run("train --task offsets --embd 32 --batch 8 --steps 15 -t 1 -o o1.gguf"), 0);
-    cr_assert_eq(run("train --task offsets --embd 32 --batch 8 --steps 15 -t 2 -o o2.gguf"), 0);
+    cr_assert_eq(tinygpt_run("train --task offsets --embd 32 --batch 8 --steps 15 -t 1 -o o1.gguf"), 0);
+    cr_assert_eq(tinygpt_run("train --task offsets --embd 32 --batch 8 --steps 15 -t 2 -o o2.gguf"), 0);
     char cmp[256];
     snprintf(cmp, sizeof cmp, "cmp -s %s/o1.gguf %s/o2.gguf", dir, dir);
     cr_expect_eq(system(cmp), 0, "train --task -t 1 and -t 2 wrote different models");
     /* usage errors */
-    cr_expect_eq(run("train --task marked-tuple -f x.txt -o y.gguf"), 2);
-    cr_expect_eq(run("train --task marked-tuple --heads 3 -o y.gguf"), 2);
-    cr_expect_eq(run("train --task marked-tuple --task-opts len=8 --ctx 4 -o y.gguf"), 2);
-    cr_expect_eq(run("compare m.gguf -n 10"), 2);
+    cr_expect_eq(tinygpt_run("train --task marked-tuple -f x.txt -o y.gguf"), 2);
+    cr_expect_eq(tinygpt_run("train --task marked-tuple --heads 3 -o y.gguf"), 2);
+    cr_expect_eq(tinygpt_run("train --task marked-tuple --task-opts len=8 --ctx 4 -o y.gguf"), 2);
+    cr_expect_eq(tinygpt_run("compare m.gguf -n 10"), 2);
 }

@@ -16,80 +16,29 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir[64];
+#include "tests/tools/cli_dir.h"
 
 /* A deterministic pseudo-text of ~40 KB (words from a small list). */
 static void setup(void) {
-    strcpy(dir, "/tmp/tg_train_cliXXXXXX");
-    cr_assert(mkdtemp(dir));
-    char p[128];
-    snprintf(p, sizeof p, "%s/text.txt", dir);
-    FILE *f = fopen(p, "w");
-    cr_assert(f);
-    static const char *w[] = {"the", "king", "shall", "not", "speak", "of", "love", "and",
-                              "death", "my", "lord", "ROMEO:", "thou", "art", "\n", "sweet"};
-    uint64_t s = 12345;
-    for (int i = 0; i < 8000; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        fprintf(f, "%s%s", w[(s >> 33) % 16], (s >> 40) % 7 ? " " : ",\n");
-    }
-    fclose(f);
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    cli_dir_make("/tmp/tg_train_cliXXXXXX");
+    static const char *const w[] = {"the", "king", "shall", "not", "speak", "of", "love", "and",
+                                    "death", "my", "lord", "ROMEO:", "thou", "art", "\n", "sweet"};
+    cli_write_text("text.txt", w, 12345, 8000, 7, ",\n");
 }
 
 #define SMALL "--layers 2 --heads 2 --embd 32 --ctx 32 --vocab 280 --batch 4 --steps 24 --eval-every 6"
 
-/* Runs `tinygpt ARGS` in dir, stderr to dir/err.txt; returns the exit code. */
+/* Runs `tinygpt train ARGS` in dir (stderr to err.txt); the exit code. */
 static int run(const char *args) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "cd %s && %s train %s 2> err.txt", dir, TINYGPT_EXE, args);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *slurp(const char *name, size_t *len) {
-    char p[128];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 22);
-    size_t n = fread(buf, 1, (1 << 22) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    if (len) *len = n;
-    return buf;
-}
-
-static int exists(const char *name) {
-    char p[128];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return stat(p, &st) == 0;
+    snprintf(cmd, sizeof cmd, "train %s", args);
+    return tinygpt_run(cmd);
 }
 
 /* the CSV's step and loss columns (tokens/s differ from run to run) */
-static char *loss_columns(const char *name) {
-    char *csv = slurp(name, NULL);
-    cr_assert(csv, "%s missing", name);
-    char *out = calloc(1, strlen(csv) + 1), *o = out;
-    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
-        int commas = 0;
-        for (char *c = line; *c && commas < 4; c++) {
-            if (*c == ',') commas++;
-            if (commas < 4) *o++ = *c;
-        }
-        *o++ = '\n';
-    }
-    free(csv);
-    return out;
-}
+static char *loss_columns(const char *name) { return csv_columns(name, 4); }
 
-TestSuite(train_cli, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(train_cli, .init = setup, .fini = cli_dir_remove, .timeout = 120);
 
 Test(train_cli, resume_is_bit_identical) {
     cr_assert_eq(run("-f text.txt -o full.gguf -t 1 " SMALL), 0);

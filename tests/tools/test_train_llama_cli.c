@@ -15,96 +15,40 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char dir[64];
+#include "tests/tools/cli_dir.h"
+
 static size_t text_len;
 
 static void setup(void) {
-    strcpy(dir, "/tmp/tg_train_llamaXXXXXX");
-    cr_assert(mkdtemp(dir));
-    char p[128];
-    snprintf(p, sizeof p, "%s/text.txt", dir);
-    FILE *f = fopen(p, "w");
-    cr_assert(f);
-    static const char *w[] = {"Once", "upon", "a", "time", "there", "was", "little", "girl",
-                              "named", "Lily.", "She", "liked", "to", "play", "\n", "the"};
-    uint64_t s = 777;
-    for (int i = 0; i < 6000; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        fprintf(f, "%s%s", w[(s >> 33) % 16], (s >> 40) % 9 ? " " : ".\n");
-    }
-    text_len = (size_t)ftell(f);
-    fclose(f);
+    cli_dir_make("/tmp/tg_train_llamaXXXXXX");
+    static const char *const w[] = {"Once", "upon", "a", "time", "there", "was", "little", "girl",
+                                    "named", "Lily.", "She", "liked", "to", "play", "\n", "the"};
+    text_len = cli_write_text("text.txt", w, 777, 6000, 9, ".\n");
 }
 
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(train_llama_cli, .init = setup, .fini = teardown, .timeout = 120);
-
-/* `tinygpt CMD ARGS` in dir, stderr to err.txt, stdout to out.txt */
-static int tg(const char *cmdargs) {
-    char cmd[1536];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s > out.txt 2> err.txt", dir, TINYGPT_EXE, cmdargs);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *slurp(const char *name) {
-    char p[128];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 22);
-    size_t n = fread(buf, 1, (1 << 22) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return buf;
-}
-
-static int same_file(const char *a, const char *b) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "cd %s && cmp -s %s %s", dir, a, b);
-    return system(cmd) == 0;
-}
+TestSuite(train_llama_cli, .init = setup, .fini = cli_dir_remove, .timeout = 120);
 
 /* the CSV's step, train and val loss columns (tokens/s vary) */
-static char *loss_columns(const char *name) {
-    char *csv = slurp(name);
-    cr_assert(csv, "%s missing", name);
-    char *out = calloc(1, strlen(csv) + 1), *o = out;
-    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
-        int commas = 0;
-        for (char *c = line; *c && commas < 3; c++) {
-            if (*c == ',') commas++;
-            if (commas < 3) *o++ = *c;
-        }
-        *o++ = '\n';
-    }
-    free(csv);
-    return out;
-}
+static char *loss_columns(const char *name) { return csv_columns(name, 3); }
 
 #define LLAMA "train --arch llama --layers 2 --heads 4 --embd 32 --ctx 32 --batch 4 --steps 12 " \
               "--eval-every 6 --val-frac 0.25 -f text.txt "
 
 Test(train_llama_cli, bpe_gqa_resume_eval) {
-    cr_assert_eq(tg(LLAMA "--kv-heads 2 --vocab 280 -o full.gguf -t 1"), 0, "%s", slurp("err.txt"));
-    char *err = slurp("err.txt");
+    cr_assert_eq(tinygpt_run(LLAMA "--kv-heads 2 --vocab 280 -o full.gguf -t 1"), 0, "%s", slurp("err.txt", NULL));
+    char *err = slurp("err.txt", NULL);
     cr_expect(strstr(err, "train: llama, ") && strstr(err, "KVH2"), "%s", err);
     free(err);
     /* stopped with 3 threads, resumed with 2 (the checkpoint holds the architecture) */
-    cr_assert_eq(tg(LLAMA "--kv-heads 2 --vocab 280 -o part.gguf -t 3 --stop-at 5"), 1);
-    cr_assert_eq(tg("train -f text.txt -o part.gguf -t 2 --resume part.ckpt"), 0, "%s", slurp("err.txt"));
+    cr_assert_eq(tinygpt_run(LLAMA "--kv-heads 2 --vocab 280 -o part.gguf -t 3 --stop-at 5"), 1);
+    cr_assert_eq(tinygpt_run("train -f text.txt -o part.gguf -t 2 --resume part.ckpt"), 0, "%s", slurp("err.txt", NULL));
     cr_expect(same_file("full.gguf", "part.gguf"), "the resumed run's GGUF differs");
     char *a = loss_columns("full.csv"), *b = loss_columns("part.csv");
     cr_expect_str_eq(a, b);
     free(a), free(b);
 
-    cr_assert_eq(tg("inspect full.gguf"), 0);
-    char *info = slurp("out.txt");
+    cr_assert_eq(tinygpt_run("inspect full.gguf"), 0);
+    char *info = slurp("out.txt", NULL);
     cr_expect(strstr(info, "architecture:  llama") && strstr(info, "kv heads 2 (GQA)") &&
               strstr(info, "feed-forward 96") && strstr(info, "output tied"), "%s", info);
     free(info);
@@ -113,8 +57,8 @@ Test(train_llama_cli, bpe_gqa_resume_eval) {
     char cmd[256];
     snprintf(cmd, sizeof cmd, "cd %s && tail -c %zu text.txt > val.txt", dir, (size_t)(text_len * 0.25));
     cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(tg("eval -m full.gguf -f val.txt"), 0, "%s", slurp("err.txt"));
-    char *ev = slurp("out.txt"), *csv = slurp("full.csv");
+    cr_assert_eq(tinygpt_run("eval -m full.gguf -f val.txt"), 0, "%s", slurp("err.txt", NULL));
+    char *ev = slurp("out.txt", NULL), *csv = slurp("full.csv", NULL);
     const char *at = strstr(ev, "nats/token");
     cr_assert(at, "%s", ev);
     double ours = atof(at + strlen("nats/token"));
@@ -144,25 +88,25 @@ Test(train_llama_cli, spm_untied_f16) {
     }
     snprintf(args, sizeof args, LLAMA "--kv-heads 1 --untied --ff 40 --rope-theta 5000 --f16 "
              "--tokenizer-from %s -o spm.gguf", tok);
-    cr_assert_eq(tg(args), 0, "%s", slurp("err.txt"));
-    cr_assert_eq(tg("inspect spm.gguf"), 0);
-    char *info = slurp("out.txt");
+    cr_assert_eq(tinygpt_run(args), 0, "%s", slurp("err.txt", NULL));
+    cr_assert_eq(tinygpt_run("inspect spm.gguf"), 0);
+    char *info = slurp("out.txt", NULL);
     cr_expect(strstr(info, "kv heads 1 (MQA)") && strstr(info, "feed-forward 40") &&
               strstr(info, "rope theta 5000") && strstr(info, "separate output.weight") &&
               strstr(info, "SentencePiece") && strstr(info, "512 tokens") && strstr(info, "F16"),
               "%s", info);
     free(info);
-    cr_assert_eq(tg("generate -m spm.gguf -p \"Once upon a time\" -n 8 --temp 0"), 0, "%s", slurp("err.txt"));
+    cr_assert_eq(tinygpt_run("generate -m spm.gguf -p \"Once upon a time\" -n 8 --temp 0"), 0, "%s", slurp("err.txt", NULL));
     /* a llama GGUF as the tokenizer's source */
-    cr_assert_eq(tg(LLAMA "--steps 2 --tokenizer-from spm.gguf -o again.gguf"), 0, "%s", slurp("err.txt"));
-    cr_assert_eq(tg("inspect again.gguf"), 0);
-    info = slurp("out.txt");
+    cr_assert_eq(tinygpt_run(LLAMA "--steps 2 --tokenizer-from spm.gguf -o again.gguf"), 0, "%s", slurp("err.txt", NULL));
+    cr_assert_eq(tinygpt_run("inspect again.gguf"), 0);
+    info = slurp("out.txt", NULL);
     cr_expect(strstr(info, "SentencePiece") && strstr(info, "512 tokens"), "%s", info);
     free(info);
     /* a GPT-2 cannot take it */
-    cr_expect_eq(tg("train --layers 1 --heads 2 --embd 16 --ctx 16 --steps 1 -f text.txt "
+    cr_expect_eq(tinygpt_run("train --layers 1 --heads 2 --embd 16 --ctx 16 --steps 1 -f text.txt "
                     "--tokenizer-from spm.gguf -o g.gguf"), 1);
-    char *err = slurp("err.txt");
+    char *err = slurp("err.txt", NULL);
     cr_expect(strstr(err, "is a Llama model") && strstr(err, "--arch llama"), "%s", err);
     free(err);
 }
@@ -171,8 +115,8 @@ Test(train_llama_cli, spm_untied_f16) {
 static void expect_usage(const char *args, int code, const char *needle) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "train -f text.txt -o bad.gguf %s", args);
-    cr_expect_eq(tg(cmd), code, "%s", args);
-    char *err = slurp("err.txt");
+    cr_expect_eq(tinygpt_run(cmd), code, "%s", args);
+    char *err = slurp("err.txt", NULL);
     cr_expect(strstr(err, needle) != NULL, "%s: %s", args, err);
     char *nl = strchr(err, '\n');
     cr_expect(nl && nl[1] == 0, "%s: not one line: %s", args, err);
@@ -186,6 +130,6 @@ Test(train_llama_cli, bad_combinations) {
     expect_usage("--arch llama --heads 4 --kv-heads 3", 2, "--kv-heads 3 does not divide --heads 4");
     expect_usage("--arch mamba", 2, "--arch must be gpt2 or llama");
     expect_usage("--arch llama --rope-theta 0", 2, "--rope-theta");
-    cr_assert_eq(tg(LLAMA "--steps 2 --vocab 280 --stop-at 1 -o r.gguf"), 1);
+    cr_assert_eq(tinygpt_run(LLAMA "--steps 2 --vocab 280 --stop-at 1 -o r.gguf"), 1);
     expect_usage("--resume r.ckpt --kv-heads 1", 2, "--resume takes the model");
 }
