@@ -150,12 +150,16 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
      * accumulators then live on the stack, stored at every step). */
     const int levels = nu >= 8 ? 3 : nu >= 4 ? 2 : nu >= 2 ? 1 : 0; /* log2(nu) */
     TG_UNROLL8
-    for (int lv = 0; lv < levels; lv++)
+    for (int lv = 0; lv < levels; lv++) {
+        /* the stride hoisted: a shift in the inner loop's header, checked
+         * by UBSan, made it no longer a simple loop for `GCC unroll` */
+        const int half = 1 << lv;
         TG_UNROLL8
-        for (int a = 0; a + (1 << lv) < nu; a += 2 << lv)
+        for (int a = 0; a < nu - half; a += 2 * half)
             TG_UNROLL8
             for (int u = 0; u < nv; u++)
-                acc[a * nv + u] = vadd(acc[a * nv + u], acc[(a + (1 << lv)) * nv + u]);
+                acc[a * nv + u] = vadd(acc[a * nv + u], acc[(a + half) * nv + u]);
+    }
     TG_UNROLL8
     for (int u = 0; u < nv - 1; u++) vst(o + u * VL, acc[u]);
     if (full)
