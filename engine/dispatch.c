@@ -60,7 +60,7 @@ size_t tg_matmul_w_scratch(tg_wtype t, int T, int in) {
     size_t dec = size_max((size_t)512 * 1024 * sizeof(float), (size_t)TG_ROW_BLOCK * n * sizeof(float));
     if (q8) dec += Tz * n * sizeof(float);
     size_t qg = q8 ? Tz * nb * 8 + nb * (TG_QK + 4) * 32 : 0;
-    size_t bg = t == TG_WTYPE_BF16 ? Tz * (P + 16) * 4 + P * 32 * 4 + (P + 24) * 4 : 0;
+    size_t bg = t == TG_WTYPE_BF16 ? (Tz + 31) * P * 4 + 8 * (P + 16) * 4 + (P + 24) * 4 : 0;
     return size_max(dec, size_max(qg, bg)) + 4 * WS_ALIGN;
 }
 
