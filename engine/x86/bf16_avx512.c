@@ -41,8 +41,7 @@
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define XB 32       /* tokens per block of packed X (two zmm) */
 #define NROW 8      /* W rows per register tile */
-#define XCHUNK (512 * 1024) /* bytes of packed X kept in L2 while W rows pass over it */
-#define PF_AHEAD 1024       /* bytes ahead of the pair being read that W's rows are prefetched */
+#define XCHUNK (256 * 1024) /* bytes of packed X kept in L2 while W rows pass over it */
 
 /* xb[P] = x[IN] rounded to bfloat16 pairs (to nearest even); IN odd: the
  * last pair's second half 0 */
@@ -96,11 +95,13 @@ static inline int ld32(const char *p) {
  * XB apart) · the NROW rows wr (each np whole pairs; odd: one more
  * bfloat16) + b. NV = 2: 32 tokens, NV = 1: 16. */
 ALWAYS_INLINE void tile(int NV, float *y, size_t ldy, int mr, const uint32_t *xp,
-                        const char *const *wr, int np, int odd, const float *b, int nr) {
+                        const char *const *wr, int np, int odd, const float *b, int nr,
+                        const char *pf) {
     __m512 a[NROW][2];
     for (int j = 0; j < NROW; j++) a[j][0] = a[j][1] = _mm512_setzero_ps();
     for (int p0 = 0; p0 < np; p0 += 16) {
-        for (int j = 0; j < NROW; j++) _mm_prefetch(wr[j] + (size_t)p0 * 4 + PF_AHEAD, _MM_HINT_T0);
+        /* 8 lines of the next NROW rows per 16 pairs: all of them by the end */
+        for (int i = 0; i < 8; i++) _mm_prefetch(pf + ((size_t)p0 / 2 + (size_t)i) * 64, _MM_HINT_T1);
         int pe = np - p0 < 16 ? np : p0 + 16;
         for (int p = p0; p < pe; p++) {
             __m512bh x0 = (__m512bh)_mm512_load_si512(xp + (size_t)p * XB);
@@ -140,12 +141,12 @@ ALWAYS_INLINE void tile(int NV, float *y, size_t ldy, int mr, const uint32_t *xp
 }
 
 static void tile_32(float *y, size_t ldy, int mr, const uint32_t *xp, const char *const *wr,
-                    int np, int odd, const float *b, int nr) {
-    tile(2, y, ldy, mr, xp, wr, np, odd, b, nr);
+                    int np, int odd, const float *b, int nr, const char *pf) {
+    tile(2, y, ldy, mr, xp, wr, np, odd, b, nr, pf);
 }
 static void tile_16(float *y, size_t ldy, int mr, const uint32_t *xp, const char *const *wr,
-                    int np, int odd, const float *b, int nr) {
-    tile(1, y, ldy, mr, xp, wr, np, odd, b, nr);
+                    int np, int odd, const float *b, int nr, const char *pf) {
+    tile(1, y, ldy, mr, xp, wr, np, odd, b, nr, pf);
 }
 
 /* ws: tg_matmul_w_scratch's "BF16 GEMM" (engine/dispatch.c) */
@@ -169,16 +170,15 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
             int nr = o1 - o < NROW ? o1 - o : NROW;
             const char *wr[NROW];
             for (int j = 0; j < NROW; j++) wr[j] = j < nr ? w + (size_t)(o + j) * ldw : (const char *)zero;
+            /* the next NROW rows (contiguous) into L2 while these run */
+            const char *pf = w + (size_t)(o + NROW) * ldw;
             for (int k = c0; k < c1; k++) {
                 int t = k * XB, mr = T - t < XB ? T - t : XB;
                 const uint32_t *xk = xp + (size_t)k * XB * P;
                 float *yt = y + (size_t)t * out + o;
                 const float *bo = b ? b + o : NULL;
-                if (mr > 16) {
-                    tile_32(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr);
-                } else {
-                    tile_16(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr);
-                }
+                if (mr > 16) tile_32(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr, pf);
+                else tile_16(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr, pf);
             }
         }
     }
