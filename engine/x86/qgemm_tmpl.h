@@ -94,6 +94,19 @@ ALWAYS_INLINE void q_tile(int mr, float *y, size_t ldy, const tg_block_q8_0 *xq,
         const float *dw = (const float *)(pb + TG_QK * QNR);
         qvi a[QMR][2];
         for (int r = 0; r < mr; r++) a[r][0] = a[r][1] = qset1_i32(xc[(size_t)r * nb + k]);
+#ifdef qdpbusd2 /* two groups at a time (plain AVX2: summed in int16 first) */
+        for (int g = 0; g < TG_QK / 4; g += 2) {
+            const char *pg = pb + (size_t)g * 4 * QNR;
+            qvi w0 = qload_i(pg), w1 = qload_i(pg + 4 * QL);
+            qvi v0 = qload_i(pg + 4 * QNR), v1 = qload_i(pg + 4 * QNR + 4 * QL);
+            for (int r = 0; r < mr; r++) {
+                qvi x = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g);
+                qvi z = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g + 4);
+                a[r][0] = qdpbusd2(a[r][0], w0, x, v0, z);
+                a[r][1] = qdpbusd2(a[r][1], w1, x, v1, z);
+            }
+        }
+#else
         for (int g = 0; g < TG_QK / 4; g++) {
             qvi w0 = qload_i(pb + (size_t)g * 4 * QNR), w1 = qload_i(pb + (size_t)g * 4 * QNR + 4 * QL);
             for (int r = 0; r < mr; r++) {
@@ -102,6 +115,7 @@ ALWAYS_INLINE void q_tile(int mr, float *y, size_t ldy, const tg_block_q8_0 *xq,
                 a[r][1] = qdpbusd(a[r][1], w1, x);
             }
         }
+#endif
         qvf d0 = qloadf(dw), d1 = qloadf(dw + QL);
         for (int r = 0; r < mr; r++) {
             qvf dx = qset1f(xd[(size_t)r * nb + k]);

@@ -27,10 +27,16 @@ typedef __m256i qvi;
 typedef __m256 qvf;
 #define QL 8
 #ifndef QMR
-#define QMR 2
+#define QMR 3
 #endif
 #define qdpbusd(acc, u, s) \
     _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
+/* two groups: each lane's two vpmaddubsw pairs (<= 2·15·127 each) added in
+ * int16 (<= 7620) before one vpmaddwd */
+#define qdpbusd2(acc, u1, s1, u2, s2)                                                     \
+    _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16((u1), (s1)), \
+                                                               _mm256_maddubs_epi16((u2), (s2))), \
+                                              _mm256_set1_epi16(1)))
 static inline qvi qload_i(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline qvi qbcast_i32(const void *p) {
     int32_t v;
