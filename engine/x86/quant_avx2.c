@@ -19,10 +19,16 @@
 #define MATMUL_F32 tg_matmul_avx2
 #define SUFFIX avx2
 
-/* the int8 GEMM (qgemm_tmpl.h) for Q4_0 only: its nibbles (u <= 15) times
- * x (|x| <= 127) fit vpmaddubsw's int16 pairs (15·127·2); Q8_0's w + 128
- * would not (it decodes to the f32 GEMM). ymm, QMR tokens × 16 rows. */
-#define QGEMM_Q4_ONLY 1
+/* the int8 GEMM (qgemm_tmpl.h): Q4_0's nibbles (u <= 15) times x
+ * (|x| <= 127) fit vpmaddubsw's int16 pairs (15·127·2), and two groups'
+ * pairs added in int16 still do; Q8_0's w + 128 would not, so its W stays
+ * signed and each product is |w| · sign(w)·x (128·127·2 fits).
+ * ymm, QMR tokens × 16 rows. */
+#define QGEMM_Q8_SIGNED 1
+#define qdpbusd_s(acc, w, x)                                                                 \
+    _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8((w), (w)), \
+                                                                   _mm256_sign_epi8((x), (w))), \
+                                              _mm256_set1_epi16(1)))
 typedef __m256i qvi;
 typedef __m256 qvf;
 #define QL 8

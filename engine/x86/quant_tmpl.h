@@ -70,7 +70,7 @@ ALWAYS_INLINE __m256i block_dot(__m256i w, __m256i x) {
  * keeps its high nibbles in place (q & 0xF0 = 16·q, 240·127·4 fits int32;
  * pairs of 240·128 would not fit vpmaddubsw's int16): lanes 4..7 of a
  * block then hold 16× their sums, exactly, undone once per row. */
-#if defined(QL) && !defined(QGEMM_Q4_ONLY)
+#if defined(QL) && !defined(QGEMM_Q8_SIGNED)
 #define GEMV_Q8_UNSIGNED 1
 #define GEMV_Q4_HI16 1
 #else
@@ -366,10 +366,11 @@ static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
 #else
 static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2};
 #endif
-#ifdef QGEMM_Q4_ONLY /* plain AVX2: Q8_0's w + 128 would saturate vpmaddubsw */
-#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws)                   \
-    ((q4) ? qgemm_run(1, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1, ws)        \
-          : gemm_decoded(ty, y, x, w, ldw, b, T, in, out, o0, o1, ws))
+#if QGEMM_Q8_SIGNED /* plain AVX2: Q8_0's w + 128 would saturate vpmaddubsw */
+Q_TILE_S(1) Q_TILE_S(2) Q_TILE_S(3)
+static const q_tile_fn q_tiles_s[QMR + 1] = {NULL, q_tile_s1, q_tile_s2, q_tile_s3};
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws)               \
+    qgemm_run(q4, (q4) ? q_tiles : q_tiles_s, y, x, w, ldw, b, T, in, out, o0, o1, ws)
 #else
 #define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
     qgemm_run(q4, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1, ws)
