@@ -49,8 +49,9 @@ static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
  *   the integer GEMM (x86 qgemm_tmpl.h, NEON qgemm_neon_tmpl.h): X's block
  *     scales and corrections (8 bytes per block of each row) and one packed
  *     panel of at most 32 rows (36 bytes per block and row)
- *   the BF16 GEMM (x86 bf16_avx512.c): X as bfloat16 pairs, rows padded to
- *     16 pairs, one panel of 32 rows' pairs, and one zero row (+ 8 pairs)
+ *   the BF16 GEMM (x86 bf16_avx512.c): X as bfloat16 pairs packed per 32
+ *     tokens (T rounded up to 32), 8 rounded rows padded to 16 pairs, and
+ *     one zero row (+ 8 pairs)
  * tests/engine/test_quant.c runs every kernel on exactly this many bytes
  * with guard bytes after them. */
 size_t tg_matmul_w_scratch(tg_wtype t, int T, int in) {

@@ -16,20 +16,22 @@
  *           (+ |b|·eps); bfloat16 subnormals (|x| < 2^-126) count as 0.
  *           tg_engine.bf16_act says so to the tests.
  *
- * W is packed per panel of BNR = 32 rows: for each pair p of inputs
- * (k = 2p, 2p+1) one dword per row, 32 rows = two zmm (an 8 × 8 dword
- * transpose of the rows). A panel of GPT-2's mlp_down (IN = 3072) is 192 KB:
- * it stays in L2 while every token tile runs over it. The register tile is
- * BMR = 8 tokens × 32 rows (16 accumulators); one broadcast of a token's
+ * X is packed, not W: per block of XB = 32 tokens, for each pair p of
+ * inputs (k = 2p, 2p+1) one dword per token, 32 tokens = two zmm (an 8 × 8
+ * dword transpose of the rounded rows), once per call. W's pairs are
+ * broadcast straight from its rows (no packing of W: gathering 32 strided
+ * rows per panel from DRAM was ~a quarter of the GEMM's time at T = 128
+ * under perf, and the f32 GEMM pays the same). The register tile is
+ * NROW = 8 rows × 32 tokens (16 accumulators): one broadcast of a row's
  * pair feeds two vdpbf16ps. vdpbf16ps has a latency of 6 cycles and two
- * issue per cycle on Zen 5 (12 in flight): 6 × 32 (12 accumulators) left
- * no slack and ran ~10% slower at the kernel level. While a panel runs,
- * the next panel's rows are prefetched into L2, spread over its token
- * tiles (packing them from DRAM, 32 strided rows, was ~a quarter of the
- * GEMM's time at T = 128 under perf).
+ * issue per cycle on Zen 5 (12 in flight). Each tile prefetches the next
+ * 8 rows (contiguous in W) into L2, 8 lines per 16 pairs; X is taken in
+ * chunks of XCHUNK bytes that stay in L2 while every row passes over them
+ * (W is re-read once per chunk: GPT-2's mlp_down at T = 512, 8 times from
+ * L3). The accumulators are transposed (8 × 8) to token rows on store.
  *
  * Every output is one lane of one accumulator fed the pairs in order
- * whatever panel, tile or range it falls in: results do not depend on
+ * whatever tile, chunk or range it falls in: results do not depend on
  * o0/o1 (nor on the thread count). */
 #include <immintrin.h>
 #include <stdalign.h>

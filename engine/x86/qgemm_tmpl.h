@@ -1,7 +1,9 @@
 /* qgemm_tmpl.h — the prefill GEMM of the integer weight types (Q8_0, Q4_0)
  * on vpdpbusd, written once for a vector of QL int32 lanes. Included by
  * quant_tmpl.h in the files built with VNNI (quant_avx512.c: zmm, QL = 16;
- * quant_avxvnni.c: ymm, QL = 8), after defining:
+ * quant_avxvnni.c: ymm, QL = 8) and in quant_avx2.c (ymm, QL = 8; qdpbusd
+ * on vpmaddubsw + vpmaddwd, exact only where the u8·s8 pairs fit int16),
+ * after defining:
  *
  *   qvi qvf            the integer and float vector types
  *   QL                 int32 / f32 lanes per vector
@@ -9,6 +11,9 @@
  *   qdpbusd(acc,u,s)   acc += Σ of 4 adjacent u8(u)·s8(s) products per lane
  *   qload_i qbcast_i32 qcvt qloadf qset1f qfma qmul qstoref
  *   qloadf_n(p,n) qstoref_n(p,v,n)   lanes 0..n-1 only (n < QL)
+ * and optionally
+ *   qdpbusd2(acc,u1,s1,u2,s2)  two groups in one (Q4_0 on plain AVX2)
+ *   QGEMM_Q8_SIGNED, qdpbusd_s(acc,w,x)  Q8_0 with W signed (plain AVX2)
  *
  * Y[T,OUT] = Xq[T, IN/32] · W[OUT, IN/32]ᵀ + b, columns o0..o1-1, X in
  * Q8_0 blocks (quantize_q8_0), W in Q8_0 or Q4_0.

@@ -17,14 +17,16 @@
  *          sequential stream.
  *   T == 1, F16/BF16   the weights widened to f32 in registers (F16C
  *          vcvtph2ps; bfloat16 by a 16-bit shift), four FMA chains.
- *   T > 1, Q8_0/Q4_0 with VNNI (QL defined: quant_avx512.c, quant_avxvnni.c)
- *          the int8 GEMM on vpdpbusd (qgemm_tmpl.h).
- *   T > 1  otherwise: ~2 MB of W's rows at a time decoded to f32 (and
- *          for Q8_0/Q4_0 X's blocks decoded too, exactly) and handed to the
- *          ISA's f32 matmul, whose every output is independent of the rows
- *          around it: the f32 GEMM's speed plus one decode pass over W. (On
- *          AVX2 without VNNI, vpmaddubsw's saturating u8·s8 pairs would need
- *          the sign trick per broadcast, as many instructions as f32 FMAs.)
+ *   T > 1, Q8_0/Q4_0 (QL defined: every file) the int8 GEMM (qgemm_tmpl.h)
+ *          on vpdpbusd with VNNI (quant_avx512.c, quant_avxvnni.c); on plain
+ *          AVX2 (quant_avx2.c) on vpmaddubsw + vpmaddwd: Q4_0 two groups
+ *          summed in int16, Q8_0 with the sign trick per product
+ *          (QGEMM_Q8_SIGNED).
+ *   T > 1, F16/BF16  ~2 MB of W's rows at a time decoded to f32 and handed
+ *          to the ISA's f32 matmul, whose every output is independent of
+ *          the rows around it: the f32 GEMM's speed plus one decode pass
+ *          over W (no instruction multiplies halves faster than f32 FMAs
+ *          here; AVX512-BF16 has its own GEMM, bf16_avx512.c).
  *
  * Results do not depend on o0/o1: each row is computed by the same
  * operations wherever it falls. */
@@ -349,7 +351,7 @@ static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, siz
     }
 }
 
-/* ---- T > 1 on integer dot products, where the file has VNNI ------------------ */
+/* ---- T > 1 on integer dot products ------------------------------------------ */
 
 #ifdef QL
 #include "engine/x86/qgemm_tmpl.h"
