@@ -16,20 +16,22 @@
  *           (+ |b|·eps); bfloat16 subnormals (|x| < 2^-126) count as 0.
  *           tg_engine.bf16_act says so to the tests.
  *
- * W is packed per panel of BNR = 32 rows: for each pair p of inputs
- * (k = 2p, 2p+1) one dword per row, 32 rows = two zmm (an 8 × 8 dword
- * transpose of the rows). A panel of GPT-2's mlp_down (IN = 3072) is 192 KB:
- * it stays in L2 while every token tile runs over it. The register tile is
- * BMR = 8 tokens × 32 rows (16 accumulators); one broadcast of a token's
+ * X is packed, not W: per block of XB = 32 tokens, for each pair p of
+ * inputs (k = 2p, 2p+1) one dword per token, 32 tokens = two zmm (an 8 × 8
+ * dword transpose of the rounded rows), once per call. W's pairs are
+ * broadcast straight from its rows (no packing of W: gathering 32 strided
+ * rows per panel from DRAM was ~a quarter of the GEMM's time at T = 128
+ * under perf, and the f32 GEMM pays the same). The register tile is
+ * NROW = 8 rows × 32 tokens (16 accumulators): one broadcast of a row's
  * pair feeds two vdpbf16ps. vdpbf16ps has a latency of 6 cycles and two
- * issue per cycle on Zen 5 (12 in flight): 6 × 32 (12 accumulators) left
- * no slack and ran ~10% slower at the kernel level. While a panel runs,
- * the next panel's rows are prefetched into L2, spread over its token
- * tiles (packing them from DRAM, 32 strided rows, was ~a quarter of the
- * GEMM's time at T = 128 under perf).
+ * issue per cycle on Zen 5 (12 in flight). Each tile prefetches the next
+ * 8 rows (contiguous in W) into L2, 8 lines per 16 pairs; X is taken in
+ * chunks of XCHUNK bytes that stay in L2 while every row passes over them
+ * (W is re-read once per chunk: GPT-2's mlp_down at T = 512, 8 times from
+ * L3). The accumulators are transposed (8 × 8) to token rows on store.
  *
  * Every output is one lane of one accumulator fed the pairs in order
- * whatever panel, tile or range it falls in: results do not depend on
+ * whatever tile, chunk or range it falls in: results do not depend on
  * o0/o1 (nor on the thread count). */
 #include <immintrin.h>
 #include <stdalign.h>
@@ -39,29 +41,9 @@
 #include "engine/x86/x86.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define BMR 8
-#define BNR 32
-
-/* panel[p·BNR + j] = the bf16 pair p of row r0 + j (j < nr; rows past nr
- * read zeros); IN odd: the last pair's second half is 0 */
-static void pack_w(uint32_t *panel, const char *w, size_t ldw, int r0, int nr, int in,
-                   const uint32_t *zero) {
-    int np = in / 2, P = (in + 1) / 2;
-    for (int j0 = 0; j0 < BNR; j0 += 8) {
-        const float *r[8];
-        for (int j = 0; j < 8; j++)
-            r[j] = j0 + j < nr ? (const float *)(w + (size_t)(r0 + j0 + j) * ldw) : (const float *)zero;
-        int p = 0;
-        for (; p + 8 <= np; p += 8) tg_tr8_avx((float *)panel + (size_t)p * BNR + j0, BNR, r, p);
-        for (; p < P; p++)
-            for (int j = 0; j < 8; j++) {
-                const uint16_t *h = (const uint16_t *)r[j];
-                uint32_t lo = h[2 * p], hi = 2 * p + 1 < in ? h[2 * p + 1] : 0;
-                if (j0 + j >= nr) lo = hi = 0;
-                panel[(size_t)p * BNR + j0 + j] = lo | hi << 16;
-            }
-    }
-}
+#define XB 32       /* tokens per block of packed X (two zmm) */
+#define NROW 8      /* W rows per register tile */
+#define XCHUNK (256 * 1024) /* bytes of packed X kept in L2 while W rows pass over it */
 
 /* xb[P] = x[IN] rounded to bfloat16 pairs (to nearest even); IN odd: the
  * last pair's second half 0 */
@@ -81,77 +63,125 @@ static void round_x(uint32_t *xb, const float *x, int in) {
     }
 }
 
-/* y[mr, nr] (ldy apart) = X[mr] · panel + b: the register tile. xb: the
- * tokens' pairs (ldx apart). */
-ALWAYS_INLINE void tile(int mr, float *y, size_t ldy, const uint32_t *xb, size_t ldx,
-                        const uint32_t *panel, const float *b, int P, int nr) {
-    __m512 f[BMR][2];
-    for (int r = 0; r < mr; r++) f[r][0] = f[r][1] = _mm512_setzero_ps();
-    for (int p = 0; p < P; p++) {
-        __m512bh w0 = (__m512bh)_mm512_load_si512(panel + (size_t)p * BNR);
-        __m512bh w1 = (__m512bh)_mm512_load_si512(panel + (size_t)p * BNR + 16);
-        for (int r = 0; r < mr; r++) {
-            __m512bh x = (__m512bh)_mm512_set1_epi32((int)xb[(size_t)r * ldx + p]);
-            f[r][0] = _mm512_dpbf16_ps(f[r][0], w0, x);
-            f[r][1] = _mm512_dpbf16_ps(f[r][1], w1, x);
+/* xp[p·XB + i] = the bf16 pair p of token t0 + i (i < XB; tokens past T
+ * read zeros), for one block of XB tokens. rows: scratch for 8 rounded
+ * token rows (ldx pairs apart), zero: ldx zero pairs. */
+static void pack_x(uint32_t *xp, const float *x, int in, int t0, int T, uint32_t *rows,
+                   size_t ldx, const uint32_t *zero) {
+    int P = (in + 1) / 2;
+    for (int j0 = 0; j0 < XB; j0 += 8) {
+        const float *r[8];
+        for (int j = 0; j < 8; j++) {
+            int t = t0 + j0 + j;
+            if (t < T) {
+                round_x(rows + (size_t)j * ldx, x + (size_t)t * in, in);
+                r[j] = (const float *)(rows + (size_t)j * ldx);
+            } else {
+                r[j] = (const float *)zero;
+            }
         }
-    }
-    int n0 = nr < 16 ? nr : 16, n1 = nr - n0;
-    __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
-    for (int r = 0; r < mr; r++) {
-        float *yr = y + (size_t)r * ldy;
-        __m512 v0 = f[r][0], v1 = f[r][1];
-        if (b) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, b));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, b + 16));
-        }
-        _mm512_mask_storeu_ps(yr, m0, v0);
-        _mm512_mask_storeu_ps(yr + 16, m1, v1);
+        int p = 0;
+        for (; p + 8 <= P; p += 8) tg_tr8_avx((float *)xp + (size_t)p * XB + j0, XB, r, p);
+        for (; p < P; p++)
+            for (int j = 0; j < 8; j++) xp[(size_t)p * XB + j0 + j] = ((const uint32_t *)r[j])[p];
     }
 }
 
-typedef void (*tile_fn)(float *, size_t, const uint32_t *, size_t, const uint32_t *,
-                        const float *, int, int);
-#define TILE(n)                                                                               \
-    static void tile_##n(float *y, size_t ldy, const uint32_t *xb, size_t ldx,                \
-                         const uint32_t *panel, const float *b, int P, int nr) {              \
-        tile(n, y, ldy, xb, ldx, panel, b, P, nr);                                           \
+static inline int ld32(const char *p) {
+    int v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* y[mr tokens, nr rows] (ldy apart) = the tile's tokens (xp: their pairs,
+ * XB apart) · the NROW rows wr (each np whole pairs; odd: one more
+ * bfloat16) + b. NV = 2: 32 tokens, NV = 1: 16. */
+ALWAYS_INLINE void tile(int NV, float *y, size_t ldy, int mr, const uint32_t *xp,
+                        const char *const *wr, int np, int odd, const float *b, int nr,
+                        const char *pf) {
+    __m512 a[NROW][2];
+    for (int j = 0; j < NROW; j++) a[j][0] = a[j][1] = _mm512_setzero_ps();
+    for (int p0 = 0; p0 < np; p0 += 16) {
+        /* 8 lines of the next NROW rows per 16 pairs: all of them by the end */
+        for (int i = 0; i < 8; i++) _mm_prefetch(pf + ((size_t)p0 / 2 + (size_t)i) * 64, _MM_HINT_T1);
+        int pe = np - p0 < 16 ? np : p0 + 16;
+        for (int p = p0; p < pe; p++) {
+            __m512bh x0 = (__m512bh)_mm512_load_si512(xp + (size_t)p * XB);
+            __m512bh x1 = NV == 2 ? (__m512bh)_mm512_load_si512(xp + (size_t)p * XB + 16) : x0;
+            for (int j = 0; j < NROW; j++) {
+                __m512bh w = (__m512bh)_mm512_set1_epi32(ld32(wr[j] + (size_t)p * 4));
+                a[j][0] = _mm512_dpbf16_ps(a[j][0], x0, w);
+                if (NV == 2) a[j][1] = _mm512_dpbf16_ps(a[j][1], x1, w);
+            }
+        }
     }
-TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
-static const tile_fn tiles[BMR + 1] = {NULL,   tile_1, tile_2, tile_3, tile_4,
-                                       tile_5, tile_6, tile_7, tile_8};
+    if (odd) { /* the last pair: w's second half 0 (the row ends before it) */
+        __m512bh x0 = (__m512bh)_mm512_load_si512(xp + (size_t)np * XB);
+        __m512bh x1 = NV == 2 ? (__m512bh)_mm512_load_si512(xp + (size_t)np * XB + 16) : x0;
+        for (int j = 0; j < NROW; j++) {
+            uint16_t h;
+            memcpy(&h, wr[j] + (size_t)np * 4, 2);
+            __m512bh w = (__m512bh)_mm512_set1_epi32((int)h);
+            a[j][0] = _mm512_dpbf16_ps(a[j][0], x0, w);
+            if (NV == 2) a[j][1] = _mm512_dpbf16_ps(a[j][1], x1, w);
+        }
+    }
+    /* a[j][v] lane i = y[16·v + i][j]: transpose 8 × 8 at a time */
+    alignas(64) float acc[NROW][16 * NV], yt[16 * NV][NROW];
+    for (int j = 0; j < NROW; j++)
+        for (int v = 0; v < NV; v++) _mm512_store_ps(acc[j] + 16 * v, a[j][v]);
+    const float *r[8];
+    for (int j = 0; j < 8; j++) r[j] = acc[j];
+    for (int k = 0; k < 16 * NV; k += 8) tg_tr8_avx(yt[k], NROW, r, k);
+    __mmask8 m = (__mmask8)((1u << nr) - 1u);
+    __m256 bv = b ? _mm256_maskz_loadu_ps(m, b) : _mm256_setzero_ps();
+    for (int t = 0; t < mr; t++) {
+        __m256 v = _mm256_load_ps(yt[t]);
+        if (b) v = _mm256_add_ps(v, bv);
+        _mm256_mask_storeu_ps(y + (size_t)t * ldy, m, v);
+    }
+}
+
+static void tile_32(float *y, size_t ldy, int mr, const uint32_t *xp, const char *const *wr,
+                    int np, int odd, const float *b, int nr, const char *pf) {
+    tile(2, y, ldy, mr, xp, wr, np, odd, b, nr, pf);
+}
+static void tile_16(float *y, size_t ldy, int mr, const uint32_t *xp, const char *const *wr,
+                    int np, int odd, const float *b, int nr, const char *pf) {
+    tile(1, y, ldy, mr, xp, wr, np, odd, b, nr, pf);
+}
 
 /* ws: tg_matmul_w_scratch's "BF16 GEMM" (engine/dispatch.c) */
 static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const float *b, int T,
                       int in, int out, int o0, int o1, void *ws) {
-    int P = (in + 1) / 2;
+    int P = (in + 1) / 2, np = in / 2, odd = in & 1;
     size_t ldx = ((size_t)P + 15) / 16 * 16;
+    int nblk = (T + XB - 1) / XB;
     char *p = ws;
-    uint32_t *xb = tg_ws_take(&p, sizeof(uint32_t) * ldx * (size_t)T);
-    uint32_t *panel = tg_ws_take(&p, sizeof(uint32_t) * (size_t)P * BNR);
+    uint32_t *xp = tg_ws_take(&p, sizeof(uint32_t) * (size_t)nblk * XB * P);
+    uint32_t *rows = tg_ws_take(&p, sizeof(uint32_t) * 8 * ldx);
     uint32_t *zero = tg_ws_take(&p, sizeof(uint32_t) * (ldx + 8));
     memset(zero, 0, sizeof(uint32_t) * (ldx + 8));
-    for (int t = 0; t < T; t++) round_x(xb + (size_t)t * ldx, x + (size_t)t * in, in);
-    const int ntiles = (T + BMR - 1) / BMR;
-    const size_t row_lines = (ldw + 63) / 64;
-    for (int o = o0; o < o1; o += BNR) {
-        int nr = o1 - o < BNR ? o1 - o : BNR;
-        pack_w(panel, w, ldw, o, nr, in, zero);
-        /* the next panel's rows into L2 while this one computes, spread
-         * over its token tiles: packing them straight from DRAM (strided
-         * over 32 rows) cost a quarter of the GEMM at T = 128 */
-        int nn = o1 - (o + nr) < BNR ? o1 - (o + nr) : BNR;
-        size_t pf_lines = (size_t)nn * row_lines, pf_step = (pf_lines + ntiles - 1) / ntiles;
-        const char *pf_row = w + (size_t)(o + nr) * ldw; /* row, line: the next to fetch */
-        size_t pf_line = 0;
-        for (int t = 0; t < T; t += BMR) {
-            int mr = T - t < BMR ? T - t : BMR;
-            for (size_t i = 0; i < pf_step && pf_lines; i++, pf_lines--) {
-                _mm_prefetch(pf_row + pf_line * 64, _MM_HINT_T1);
-                if (++pf_line == row_lines) pf_line = 0, pf_row += ldw;
+    for (int k = 0; k < nblk; k++) pack_x(xp + (size_t)k * XB * P, x, in, k * XB, T, rows, ldx, zero);
+    /* chunks of X that stay in L2 while every row of W passes over them */
+    size_t blk_bytes = sizeof(uint32_t) * XB * (size_t)P;
+    int cblk = XCHUNK / blk_bytes > 1 ? (int)(XCHUNK / blk_bytes) : 1;
+    for (int c0 = 0; c0 < nblk; c0 += cblk) {
+        int c1 = nblk - c0 < cblk ? nblk : c0 + cblk;
+        for (int o = o0; o < o1; o += NROW) {
+            int nr = o1 - o < NROW ? o1 - o : NROW;
+            const char *wr[NROW];
+            for (int j = 0; j < NROW; j++) wr[j] = j < nr ? w + (size_t)(o + j) * ldw : (const char *)zero;
+            /* the next NROW rows (contiguous) into L2 while these run */
+            const char *pf = w + (size_t)(o + NROW) * ldw;
+            for (int k = c0; k < c1; k++) {
+                int t = k * XB, mr = T - t < XB ? T - t : XB;
+                const uint32_t *xk = xp + (size_t)k * XB * P;
+                float *yt = y + (size_t)t * out + o;
+                const float *bo = b ? b + o : NULL;
+                if (mr > 16) tile_32(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr, pf);
+                else tile_16(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr, pf);
             }
-            tiles[mr](y + (size_t)t * out + o, (size_t)out, xb + (size_t)t * ldx, ldx, panel,
-                      b ? b + o : NULL, P, nr);
         }
     }
 }

@@ -1,7 +1,9 @@
 /* qgemm_tmpl.h — the prefill GEMM of the integer weight types (Q8_0, Q4_0)
  * on vpdpbusd, written once for a vector of QL int32 lanes. Included by
  * quant_tmpl.h in the files built with VNNI (quant_avx512.c: zmm, QL = 16;
- * quant_avxvnni.c: ymm, QL = 8), after defining:
+ * quant_avxvnni.c: ymm, QL = 8) and in quant_avx2.c (ymm, QL = 8; qdpbusd
+ * on vpmaddubsw + vpmaddwd, exact only where the u8·s8 pairs fit int16),
+ * after defining:
  *
  *   qvi qvf            the integer and float vector types
  *   QL                 int32 / f32 lanes per vector
@@ -9,6 +11,9 @@
  *   qdpbusd(acc,u,s)   acc += Σ of 4 adjacent u8(u)·s8(s) products per lane
  *   qload_i qbcast_i32 qcvt qloadf qset1f qfma qmul qstoref
  *   qloadf_n(p,n) qstoref_n(p,v,n)   lanes 0..n-1 only (n < QL)
+ * and optionally
+ *   qdpbusd2(acc,u1,s1,u2,s2)  two groups in one (Q4_0 on plain AVX2)
+ *   QGEMM_Q8_SIGNED, qdpbusd_s(acc,w,x)  Q8_0 with W signed (plain AVX2)
  *
  * Y[T,OUT] = Xq[T, IN/32] · W[OUT, IN/32]ᵀ + b, columns o0..o1-1, X in
  * Q8_0 blocks (quantize_q8_0), W in Q8_0 or Q4_0.
@@ -35,6 +40,13 @@
 #include <stdalign.h>
 #include <string.h>
 #include "engine/x86/tr8_avx.h"
+
+/* QGEMM_Q8_SIGNED (plain AVX2, where u8·s8 pairs sum in int16): Q8_0's W
+ * stays signed in the panel, with no correction, and each product is made
+ * |w| · sign(w)·x, exact (qdpbusd_s) */
+#ifndef QGEMM_Q8_SIGNED
+#define QGEMM_Q8_SIGNED 0
+#endif
 
 #define QNR (2 * QL)
 #define QPANEL_BLOCK ((size_t)(TG_QK + 4) * QNR) /* bytes of one block of a panel */
@@ -74,7 +86,7 @@ ALWAYS_INLINE void q_pack_w(int q4, char *panel, const char *w, size_t ldw, int 
             }
             tg_tr8_avx((float *)pb + j0, QNR, r, 0); /* dword g of row j -> pb[g][j0 + j] */
         }
-        if (!q4) /* s8 -> u8: + 128 */
+        if (!q4 && !QGEMM_Q8_SIGNED) /* s8 -> u8: + 128 */
             for (int i = 0; i < TG_QK * QNR; i += 32) {
                 __m256i v = _mm256_loadu_si256((const __m256i *)(pb + i));
                 _mm256_storeu_si256((__m256i *)(pb + i), _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80)));
@@ -85,7 +97,7 @@ ALWAYS_INLINE void q_pack_w(int q4, char *panel, const char *w, size_t ldw, int 
 /* y[mr, nr] (ldy apart) = X[mr] · panel + b: the register tile. xq: the
  * token rows' Q8_0 blocks (nb apart), xd their scales, xc their
  * corrections. */
-ALWAYS_INLINE void q_tile(int mr, float *y, size_t ldy, const tg_block_q8_0 *xq, const float *xd,
+ALWAYS_INLINE void q_tile(int sgn, int mr, float *y, size_t ldy, const tg_block_q8_0 *xq, const float *xd,
                           const int32_t *xc, const char *panel, const float *b, int nb, int nr) {
     qvf f[QMR][2];
     for (int r = 0; r < mr; r++) f[r][0] = f[r][1] = qset1f(0.0f);
@@ -94,6 +106,31 @@ ALWAYS_INLINE void q_tile(int mr, float *y, size_t ldy, const tg_block_q8_0 *xq,
         const float *dw = (const float *)(pb + TG_QK * QNR);
         qvi a[QMR][2];
         for (int r = 0; r < mr; r++) a[r][0] = a[r][1] = qset1_i32(xc[(size_t)r * nb + k]);
+#if QGEMM_Q8_SIGNED
+        if (sgn) {
+            for (int g = 0; g < TG_QK / 4; g++) {
+                qvi w0 = qload_i(pb + (size_t)g * 4 * QNR), w1 = qload_i(pb + (size_t)g * 4 * QNR + 4 * QL);
+                for (int r = 0; r < mr; r++) {
+                    qvi x = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g);
+                    a[r][0] = qdpbusd_s(a[r][0], w0, x);
+                    a[r][1] = qdpbusd_s(a[r][1], w1, x);
+                }
+            }
+        } else
+#endif
+#ifdef qdpbusd2 /* two groups at a time (plain AVX2: summed in int16 first) */
+        for (int g = 0; g < TG_QK / 4; g += 2) {
+            const char *pg = pb + (size_t)g * 4 * QNR;
+            qvi w0 = qload_i(pg), w1 = qload_i(pg + 4 * QL);
+            qvi v0 = qload_i(pg + 4 * QNR), v1 = qload_i(pg + 4 * QNR + 4 * QL);
+            for (int r = 0; r < mr; r++) {
+                qvi x = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g);
+                qvi z = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g + 4);
+                a[r][0] = qdpbusd2(a[r][0], w0, x, v0, z);
+                a[r][1] = qdpbusd2(a[r][1], w1, x, v1, z);
+            }
+        }
+#else
         for (int g = 0; g < TG_QK / 4; g++) {
             qvi w0 = qload_i(pb + (size_t)g * 4 * QNR), w1 = qload_i(pb + (size_t)g * 4 * QNR + 4 * QL);
             for (int r = 0; r < mr; r++) {
@@ -102,6 +139,7 @@ ALWAYS_INLINE void q_tile(int mr, float *y, size_t ldy, const tg_block_q8_0 *xq,
                 a[r][1] = qdpbusd(a[r][1], w1, x);
             }
         }
+#endif
         qvf d0 = qloadf(dw), d1 = qloadf(dw + QL);
         for (int r = 0; r < mr; r++) {
             qvf dx = qset1f(xd[(size_t)r * nb + k]);
@@ -136,7 +174,14 @@ typedef void (*q_tile_fn)(float *, size_t, const tg_block_q8_0 *, const float *,
     static void q_tile_##n(float *y, size_t ldy, const tg_block_q8_0 *xq, const float *xd,     \
                            const int32_t *xc, const char *panel, const float *b, int nb,       \
                            int nr) {                                                           \
-        q_tile(n, y, ldy, xq, xd, xc, panel, b, nb, nr);                                       \
+        q_tile(0, n, y, ldy, xq, xd, xc, panel, b, nb, nr);                                    \
+    }
+/* the tiles of QGEMM_Q8_SIGNED's Q8_0 */
+#define Q_TILE_S(n)                                                                            \
+    static void q_tile_s##n(float *y, size_t ldy, const tg_block_q8_0 *xq, const float *xd,    \
+                            const int32_t *xc, const char *panel, const float *b, int nb,      \
+                            int nr) {                                                          \
+        q_tile(1, n, y, ldy, xq, xd, xc, panel, b, nb, nr);                                    \
     }
 
 /* The whole GEMM for columns o0..o1: X's scales and corrections once, then
@@ -160,7 +205,7 @@ ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const voi
     for (size_t i = 0; i < (size_t)T * nb; i++) {
         int32_t s = 0;
         for (int j = 0; j < TG_QK; j++) s += xb[i].qs[j];
-        xc[i] = (q4 ? -8 : -128) * s;
+        xc[i] = q4 ? -8 * s : QGEMM_Q8_SIGNED ? 0 : -128 * s;
         xd[i] = h2f(xb[i].d);
     }
     for (int o = o0; o < o1; o += QNR) {

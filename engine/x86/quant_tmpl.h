@@ -17,14 +17,16 @@
  *          sequential stream.
  *   T == 1, F16/BF16   the weights widened to f32 in registers (F16C
  *          vcvtph2ps; bfloat16 by a 16-bit shift), four FMA chains.
- *   T > 1, Q8_0/Q4_0 with VNNI (QL defined: quant_avx512.c, quant_avxvnni.c)
- *          the int8 GEMM on vpdpbusd (qgemm_tmpl.h).
- *   T > 1  otherwise: ~2 MB of W's rows at a time decoded to f32 (and
- *          for Q8_0/Q4_0 X's blocks decoded too, exactly) and handed to the
- *          ISA's f32 matmul, whose every output is independent of the rows
- *          around it: the f32 GEMM's speed plus one decode pass over W. (On
- *          AVX2 without VNNI, vpmaddubsw's saturating u8·s8 pairs would need
- *          the sign trick per broadcast, as many instructions as f32 FMAs.)
+ *   T > 1, Q8_0/Q4_0 (QL defined: every file) the int8 GEMM (qgemm_tmpl.h)
+ *          on vpdpbusd with VNNI (quant_avx512.c, quant_avxvnni.c); on plain
+ *          AVX2 (quant_avx2.c) on vpmaddubsw + vpmaddwd: Q4_0 two groups
+ *          summed in int16, Q8_0 with the sign trick per product
+ *          (QGEMM_Q8_SIGNED).
+ *   T > 1, F16/BF16  ~2 MB of W's rows at a time decoded to f32 and handed
+ *          to the ISA's f32 matmul, whose every output is independent of
+ *          the rows around it: the f32 GEMM's speed plus one decode pass
+ *          over W (no instruction multiplies halves faster than f32 FMAs
+ *          here; AVX512-BF16 has its own GEMM, bf16_avx512.c).
  *
  * Results do not depend on o0/o1: each row is computed by the same
  * operations wherever it falls. */
@@ -70,7 +72,7 @@ ALWAYS_INLINE __m256i block_dot(__m256i w, __m256i x) {
  * keeps its high nibbles in place (q & 0xF0 = 16·q, 240·127·4 fits int32;
  * pairs of 240·128 would not fit vpmaddubsw's int16): lanes 4..7 of a
  * block then hold 16× their sums, exactly, undone once per row. */
-#ifdef QL
+#if defined(QL) && !defined(QGEMM_Q8_SIGNED)
 #define GEMV_Q8_UNSIGNED 1
 #define GEMV_Q4_HI16 1
 #else
@@ -346,20 +348,32 @@ static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, siz
     }
 }
 
-/* ---- T > 1 on integer dot products, where the file has VNNI ------------------ */
+/* ---- T > 1 on integer dot products ------------------------------------------ */
 
 #ifdef QL
 #include "engine/x86/qgemm_tmpl.h"
-Q_TILE(1) Q_TILE(2) Q_TILE(3)
+Q_TILE(1) Q_TILE(2)
+#if QMR >= 3
+Q_TILE(3)
+#endif
 #if QMR >= 6
 Q_TILE(4) Q_TILE(5) Q_TILE(6)
 static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3,
                                            q_tile_4, q_tile_5, q_tile_6};
-#else
+#elif QMR == 3
 static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2, q_tile_3};
+#else
+static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2};
 #endif
+#if QGEMM_Q8_SIGNED /* plain AVX2: Q8_0's w + 128 would saturate vpmaddubsw */
+Q_TILE_S(1) Q_TILE_S(2) Q_TILE_S(3)
+static const q_tile_fn q_tiles_s[QMR + 1] = {NULL, q_tile_s1, q_tile_s2, q_tile_s3};
+#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws)               \
+    qgemm_run(q4, (q4) ? q_tiles : q_tiles_s, y, x, w, ldw, b, T, in, out, o0, o1, ws)
+#else
 #define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
     qgemm_run(q4, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1, ws)
+#endif
 #else /* vpmaddubsw saturates u8·s8 pairs: decode to the f32 GEMM instead */
 #define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
     gemm_decoded(ty, y, x, w, ldw, b, T, in, out, o0, o1, ws)
