@@ -85,6 +85,7 @@ ALWAYS_INLINE void q4y_pass(float *y, const char *w, size_t ldw, const float *b,
         wr[r] = w + (size_t)(o + (r < n ? r : n - 1)) * ldw;
         acc[r] = _mm256_setzero_ps();
     }
+    tg_prefetch_row(w + (size_t)o * ldw, (size_t)n * ldw); /* the pass's rows, 4 KB on */
     for (int k = 0; k < nb; k += 8) {
         __m256 s8[4];
         const __m256 xd8 = _mm256_load_ps(xd + k);

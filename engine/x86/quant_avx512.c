@@ -97,24 +97,6 @@ static inline __m128i gemv_scales4(int q4, const char *p) {
  * computed by the same operations wherever it falls, so results do not
  * depend on o0/o1; against the reference only the order of the f32 sums
  * differs. */
-/* Software prefetch for the long-row decode GEMVs below: each row asks
- * for the bytes ROW_PREFETCH ahead of it (one prefetcht0 per 64 bytes).
- * The Q4_0 kernel spends ~21 vector ops per 144 bytes, so its out-of-order
- * window holds only a few KB of the stream in flight and the hardware
- * prefetchers alone stream a GPT-2-small step from DRAM at ~0.6 of the
- * probe's rate. Zen 5 (family 26 model 2), idle, `bench_kernels --kernel
- * gemv_dram --shape "q4_0 gpt2" --isa avx512`, 6 interleaved rounds,
- * medians vs the probe of the same run: 0.60x without, 0.76x at 4 KB
- * (3.42 -> 2.87 ms); 8 KB about the same, 16 KB less. Q8_0: 4.97 -> 4.44
- * ms (5 rounds). The F16/BF16 GEMV (matmul_avx512.c) gained nothing from
- * it (0.87 / 0.89x both ways), nor did the cheap f32 stream GEMV. A
- * prefetch never faults, so asking past the matrix's end is harmless.
- * (__builtin_prefetch: GCC 12 dropped _mm_prefetch from this loop.) */
-#define ROW_PREFETCH 4096
-static inline void prefetch_row(const char *row, size_t bytes) {
-    for (size_t c = 0; c < bytes; c += 64) __builtin_prefetch(row + ROW_PREFETCH + c, 0, 3);
-}
-
 /* rows o0..o1 of gemv_q4_wide on its prepared x (one instantiation per
  * common row length, so the block loop unrolls: GPT-2's 24 and 96) */
 static inline __attribute__((always_inline)) void
@@ -125,7 +107,7 @@ q4w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        prefetch_row(wo, (size_t)nb * sizeof(tg_block_q4_0));
+        tg_prefetch_row(wo, (size_t)nb * sizeof(tg_block_q4_0));
         for (int k = 0; k < nb; k += 8) {
             const char *p = wo + (size_t)k * sizeof(tg_block_q4_0);
             const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
@@ -233,7 +215,7 @@ q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
     const size_t bs = sizeof(tg_block_q8_0);
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
-        prefetch_row(wo, (size_t)nb * bs);
+        tg_prefetch_row(wo, (size_t)nb * bs);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int k = 0; k < nb; k += 8) {
             const char *p = wo + (size_t)k * bs;

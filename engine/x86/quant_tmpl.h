@@ -185,6 +185,7 @@ ALWAYS_INLINE void gemv_q_tile(int q4, float *y, const tg_block_q8_0 *xb, const 
         const char *wo = w + (size_t)o * ldw;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int k = 0;
+        tg_prefetch_row(wo, (size_t)nb * bs);
 #define GEMV_STEP(acc, kk, d)                                                                 \
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gemv_block(q4, unsig, wo + (size_t)(kk) * bs,   \
                                                         xq[kk], unsig ? xc[kk] : xq[kk])), \
