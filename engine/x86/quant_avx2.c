@@ -29,12 +29,6 @@
     _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8((w), (w)), \
                                                                    _mm256_sign_epi8((x), (w))), \
                                               _mm256_set1_epi16(1)))
-typedef __m256i qvi;
-typedef __m256 qvf;
-#define QL 8
-#ifndef QMR
-#define QMR 3
-#endif
 #define qdpbusd(acc, u, s) \
     _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
 /* two groups: each lane's two vpmaddubsw pairs (<= 2·15·127 each) added in
@@ -43,33 +37,7 @@ typedef __m256 qvf;
     _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16((u1), (s1)), \
                                                                _mm256_maddubs_epi16((u2), (s2))), \
                                               _mm256_set1_epi16(1)))
-static inline qvi qload_i(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-static inline qvi qbcast_i32(const void *p) {
-    int32_t v;
-    __builtin_memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-static inline qvi qset1_i32(int32_t v) { return _mm256_set1_epi32(v); }
-static inline qvf qcvt(qvi v) { return _mm256_cvtepi32_ps(v); }
-static inline qvf qloadf(const float *p) { return _mm256_loadu_ps(p); }
-static inline __m256i q_lanes(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-static inline qvf qloadf_n(const float *p, int n) { return _mm256_maskload_ps(p, q_lanes(n)); }
-static inline void qstoref(float *p, qvf v) { _mm256_storeu_ps(p, v); }
-static inline void qstoref_n(float *p, qvf v, int n) { _mm256_maskstore_ps(p, q_lanes(n), v); }
-static inline qvf qset1f(float v) { return _mm256_set1_ps(v); }
-static inline qvf qfma(qvf a, qvf b, qvf c) { return _mm256_fmadd_ps(a, b, c); }
-static inline qvf qmul(qvf a, qvf b) { return _mm256_mul_ps(a, b); }
-static inline qvf qadd(qvf a, qvf b) { return _mm256_add_ps(a, b); }
-
-/* the long-row GEMVs (qgemv_ymm_tmpl.h): rows of 8·k blocks, k > 2 */
-static void gemv_q4_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
-                        const float *b, int nb, int o0, int o1);
-#ifndef Q4Y_OFF
-#define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
-    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_ymm((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
-#endif
+#include "engine/x86/qvocab_ymm.h"
 
 #ifndef Q8Y_OFF
 static void gemv_q8_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
