@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tests/engine/checkasm.h"
+#include "tests/engine/typed_case.h"
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -61,53 +62,6 @@ static double elem(tg_wtype t, const uint8_t *row, int i) {
     default: return NAN;
     }
 }
-
-/* ---- a typed case: W[OUT,IN] encoded from random f32, X[T,IN] ------------------ */
-
-typedef struct tcase {
-    tg_wtype type;
-    int T, in, out;
-    size_t ldw;
-    uint8_t *w;       /* OUT rows of ldw bytes (malloc'd, exact size: ASan sees overruns) */
-    float *x, *b;     /* x[T,IN], b[OUT] or NULL */
-    uint8_t *xq;      /* Q8_0 of x for the integer types */
-} tcase;
-
-static tcase tc_new(ck_rng *r, tg_wtype type, int T, int in, int out, int bias) {
-    tcase c = {type, T, in, out, tg_wtype_row_bytes(type, in), NULL, NULL, NULL, NULL};
-    cr_assert(c.ldw > 0);
-    c.w = malloc(c.ldw * out);
-    float *row = malloc(sizeof(float) * (size_t)in);
-    for (int o = 0; o < out; o++) {
-        /* rows of varied magnitude, so block scales differ */
-        float s = ck_randf(r, 0.05f, 2.0f);
-        ck_fill(r, row, (size_t)in, -s, s);
-        cr_assert_eq(tg_quantize_row(type, c.w + (size_t)o * c.ldw, row, in), 0);
-    }
-    free(row);
-    c.x = ck_alloc((size_t)T * in);
-    ck_fill(r, c.x, (size_t)T * in, -1.0f, 1.0f);
-    if (bias) {
-        c.b = ck_alloc((size_t)out);
-        ck_fill(r, c.b, (size_t)out, -1.0f, 1.0f);
-    }
-    if (tg_wtype_q8_act(type)) {
-        size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
-        c.xq = malloc(rb * T);
-        for (int t = 0; t < T; t++) tg_quantize_row(TG_WTYPE_Q8_0, c.xq + rb * t, c.x + (size_t)t * in, in);
-    }
-    return c;
-}
-
-static void tc_free(tcase *c) {
-    free(c->w);
-    free(c->xq);
-    ck_free(c->x);
-    ck_free(c->b);
-}
-
-/* The kernel's input: x, or its Q8_0 blocks. */
-static const void *tc_x(const tcase *c) { return c->xq ? (const void *)c->xq : (const void *)c->x; }
 
 /* want[T,OUT] in double from the decoded bytes, and tol[T,OUT]:
  *   float types: Σ_i x_i·w_i; tol = (IN + 8)·eps·(Σ|x_i w_i| + |b|), the
