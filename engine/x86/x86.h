@@ -48,7 +48,7 @@ void tg_kernels_init_amx_int8(tg_kernels *k);
  * probe's rate. Zen 5 (family 26 model 2), idle, `bench_kernels --kernel
  * gemv_dram --shape "q4_0 gpt2" --isa avx512`, 6 interleaved rounds,
  * medians vs the probe of the same run: 0.60x without, 0.76x at 4 KB
- * (3.42 -> 2.87 ms); 8 KB about the same, 16 KB less. Q8_0: 4.97 -> 4.44
+ * (3.40 -> 2.92 ms); 8 KB about the same, 16 KB less. Q8_0: 4.97 -> 4.44
  * ms (5 rounds). The ymm GEMVs, `--isa avx2`, 4 rounds: with AVX-VNNI
  * Q4_0 0.56 -> 0.80x, Q8_0 0.78 -> 0.80x; plain AVX2 (TINYGPT_CPU_MASK=all)
  * Q4_0 0.52 -> 0.68x, Q8_0 0.56 -> 0.84x. The F16/BF16 GEMV (matmul_avx512.c) gained nothing from
