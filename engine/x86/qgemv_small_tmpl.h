@@ -359,15 +359,7 @@ ALWAYS_INLINE void gemv_q_small_nb(int q4, float *y, const tg_block_q8_0 *xb, co
             __m256 a1 = n > 1 ? SMALL_ROW(q4, unsig, wo + ldw, bs, &x, so + GEMV_SMALL_NB, nb, lane_w) : z;
             __m256 a2 = n > 2 ? SMALL_ROW(q4, unsig, wo + 2 * ldw, bs, &x, so + 2 * GEMV_SMALL_NB, nb, lane_w) : z;
             __m256 a3 = n > 3 ? SMALL_ROW(q4, unsig, wo + 3 * ldw, bs, &x, so + 3 * GEMV_SMALL_NB, nb, lane_w) : z;
-            __m128 v = small_reduce4(a0, a1, a2, a3);
-            if (n == 4) {
-                if (b) v = _mm_add_ps(v, _mm_loadu_ps(b + o));
-                _mm_storeu_ps(y + o, v);
-            } else {
-                float t[4];
-                _mm_storeu_ps(t, v);
-                for (int i = 0; i < n; i++) y[o + i] = b ? t[i] + b[o + i] : t[i];
-            }
+            small_unit_store(y, b, o, n, small_reduce4(a0, a1, a2, a3));
         }
     }
 }
