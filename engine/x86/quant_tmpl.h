@@ -35,6 +35,10 @@
 
 #include "engine/x86/x86.h"
 
+#ifndef QL
+#error "quant_tmpl.h: define the int8 GEMM's vocabulary (QL, QMR, qdpbusd ...) first"
+#endif
+
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 static inline float hsum8(__m256 v) {
@@ -72,7 +76,7 @@ ALWAYS_INLINE __m256i block_dot(__m256i w, __m256i x) {
  * keeps its high nibbles in place (q & 0xF0 = 16·q, 240·127·4 fits int32;
  * pairs of 240·128 would not fit vpmaddubsw's int16): lanes 4..7 of a
  * block then hold 16× their sums, exactly, undone once per row. */
-#if defined(QL) && !defined(QGEMM_Q8_SIGNED)
+#ifndef QGEMM_Q8_SIGNED
 #define GEMV_Q8_UNSIGNED 1
 #define GEMV_Q4_HI16 1
 #else
@@ -281,7 +285,7 @@ ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, s
     }
 }
 
-/* ---- T > 1: decode TG_ROW_BLOCK rows, then the f32 matmul ------------------ */
+/* ---- T > 1, F16/BF16: decode TG_ROW_BLOCK rows, then the f32 matmul -------- */
 
 /* one row of IEEE half (h16) or bfloat16 as f32 (exact) */
 ALWAYS_INLINE void decode_half_row(int h16, float *dst, const uint16_t *src, int in) {
@@ -290,68 +294,27 @@ ALWAYS_INLINE void decode_half_row(int h16, float *dst, const uint16_t *src, int
     for (; i < in; i++) dst[i] = half_scalar(h16, src[i]);
 }
 
-/* one row of Q8_0 (q4 = 0) or Q4_0 blocks as f32: d·q rounds once, as the
- * reference's */
-ALWAYS_INLINE void decode_q_row(int q4, float *dst, const char *src, int in) {
-    for (int k = 0; k < in / TG_QK; k++) {
-        __m256i q;
-        uint16_t d;
-        if (q4) {
-            const tg_block_q4_0 *b = (const tg_block_q4_0 *)src + k;
-            q = q4_unpack(b->qs);
-            d = b->d;
-        } else {
-            const tg_block_q8_0 *b = (const tg_block_q8_0 *)src + k;
-            q = _mm256_loadu_si256((const __m256i *)b->qs);
-            d = b->d;
-        }
-        __m256 vd = _mm256_set1_ps(h2f(d));
-        __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-        float *o = dst + (size_t)k * TG_QK;
-        _mm256_storeu_ps(o, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
-        _mm256_storeu_ps(o + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
-        _mm256_storeu_ps(o + 16, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
-        _mm256_storeu_ps(o + 24, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
-    }
-}
-
-static void decode_rows(tg_wtype t, float *dst, const char *w, size_t ldw, int in, int r0, int r1) {
-    for (int r = r0; r < r1; r++) {
-        float *d = dst + (size_t)(r - r0) * in;
-        const char *src = w + (size_t)r * ldw;
-        if (t == TG_WTYPE_F16) decode_half_row(1, d, (const uint16_t *)src, in);
-        else if (t == TG_WTYPE_BF16) decode_half_row(0, d, (const uint16_t *)src, in);
-        else decode_q_row(t == TG_WTYPE_Q4_0, d, src, in);
-    }
-}
-
-/* ws: tg_matmul_w_scratch's "decode to the f32 GEMM" (engine/dispatch.c) */
-static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
+/* Y = X · Wᵀ + b for F16 (h16) or BF16 weights through the f32 GEMM;
+ * ws: tg_matmul_w_scratch's "decode to the f32 GEMM" (engine/dispatch.c) */
+static void gemm_decoded(int h16, float *y, const float *x, const void *w, size_t ldw,
                          const float *b, int T, int in, int out, int o0, int o1, void *ws) {
-    const float *xf = x;
     /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
      * per chunk, so chunks must not be small */
     int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
     rows = rows < TG_ROW_BLOCK ? TG_ROW_BLOCK : rows;
     char *p = ws;
     float *wd = tg_ws_take(&p, sizeof(float) * (size_t)rows * (size_t)in);
-    if (tg_wtype_q8_act(t)) { /* X's blocks as f32 (exact) */
-        size_t rb = tg_wtype_row_bytes(TG_WTYPE_Q8_0, in);
-        float *xd = tg_ws_take(&p, sizeof(float) * (size_t)T * in);
-        for (int r = 0; r < T; r++)
-            tg_dequantize_row(TG_WTYPE_Q8_0, xd + (size_t)r * in, (const char *)x + rb * r, in);
-        xf = xd;
-    }
     for (int oc = o0; oc < o1; oc += rows) {
         int nr = o1 - oc < rows ? o1 - oc : rows;
-        decode_rows(t, wd, w, ldw, in, oc, oc + nr);
-        MATMUL_F32(y + oc, xf, wd, b ? b + oc : NULL, T, in, out, 0, nr);
+        for (int r = 0; r < nr; r++)
+            decode_half_row(h16, wd + (size_t)r * in,
+                            (const uint16_t *)((const char *)w + (size_t)(oc + r) * ldw), in);
+        MATMUL_F32(y + oc, x, wd, b ? b + oc : NULL, T, in, out, 0, nr);
     }
 }
 
 /* ---- T > 1 on integer dot products ------------------------------------------ */
 
-#ifdef QL
 #include "engine/x86/qgemm_tmpl.h"
 Q_TILE(1) Q_TILE(2)
 #if QMR >= 3
@@ -369,39 +332,41 @@ static const q_tile_fn q_tiles[QMR + 1] = {NULL, q_tile_1, q_tile_2};
 #if QGEMM_Q8_SIGNED /* plain AVX2: Q8_0's w + 128 would saturate vpmaddubsw */
 Q_TILE_S(1) Q_TILE_S(2) Q_TILE_S(3)
 static const q_tile_fn q_tiles_s[QMR + 1] = {NULL, q_tile_s1, q_tile_s2, q_tile_s3};
-#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws)               \
+#define GEMM_Q(q4, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
     qgemm_run(q4, (q4) ? q_tiles : q_tiles_s, y, x, w, ldw, b, T, in, out, o0, o1, ws)
 #else
-#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
+#define GEMM_Q(q4, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
     qgemm_run(q4, q_tiles, y, x, w, ldw, b, T, in, out, o0, o1, ws)
-#endif
-#else /* vpmaddubsw saturates u8·s8 pairs: decode to the f32 GEMM instead */
-#define GEMM_Q(q4, ty, y, x, w, ldw, b, T, in, out, o0, o1, ws) \
-    gemm_decoded(ty, y, x, w, ldw, b, T, in, out, o0, o1, ws)
 #endif
 
 /* ---- the table entries ------------------------------------------------------ */
 
+/* the ISA's GEMV for long rows of Q8_0 (q4 = 0) or Q4_0, where it has one:
+ * 1 if it took the rows */
+#ifndef GEMV_Q8_WIDE
+#define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) 0
+#endif
+#ifndef GEMV_Q4_WIDE
+#define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) 0
+#endif
+
+ALWAYS_INLINE void matmul_q(int q4, float *y, const void *x, const void *w, size_t ldw,
+                            const float *b, int T, int in, int out, int o0, int o1, void *ws) {
+    const int nb = in / TG_QK;
+    if (T > 1) GEMM_Q(q4, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    else if (in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(q4, y, x, w, ldw, b, nb, o0, o1);
+    else if (!(q4 ? GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) : GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1)))
+        gemv_q(q4, y, x, w, ldw, b, nb, o0, o1);
+}
+
 static void matmul_q8_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1, void *ws) {
-    if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else if (T == 1) {
-#ifdef GEMV_Q8_WIDE /* the ISA's GEMV for long rows, where it has one */
-        if (GEMV_Q8_WIDE(y, x, w, ldw, b, in / TG_QK, o0, o1)) return;
-#endif
-        gemv_q(0, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    } else GEMM_Q(0, TG_WTYPE_Q8_0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    matmul_q(0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1, void *ws) {
-    if (T == 1 && in <= GEMV_SMALL_NB * TG_QK) gemv_q_small(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    else if (T == 1) {
-#ifdef GEMV_Q4_WIDE /* the ISA's GEMV for long rows, where it has one */
-        if (GEMV_Q4_WIDE(y, x, w, ldw, b, in / TG_QK, o0, o1)) return;
-#endif
-        gemv_q(1, y, x, w, ldw, b, in / TG_QK, o0, o1);
-    } else GEMM_Q(1, TG_WTYPE_Q4_0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    matmul_q(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
@@ -413,7 +378,7 @@ static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const
         gemv_half(1, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    else gemm_decoded(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
@@ -425,7 +390,7 @@ static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, cons
         gemv_half(0, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    else gemm_decoded(0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 /* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule: d = amax/127 and
