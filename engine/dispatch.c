@@ -43,9 +43,9 @@ static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
 
 /* The prefill kernels' scratch, each carved in order from ws (64-aligned
  * pieces, hence the slack):
- *   decode to the f32 GEMM (x86 and NEON quant_*_tmpl.h: F16, BF16, and the
- *     integer types without an integer GEMM): max(~2 MiB, 16 rows) of W
- *     rows as f32, and for the integer types X's blocks as f32 [T, IN]
+ *   decode to the f32 GEMM (x86 and NEON quant_*_tmpl.h: F16 and BF16;
+ *     every table has an integer GEMM for Q8_0/Q4_0): max(~2 MiB, 16 rows)
+ *     of W rows as f32
  *   the integer GEMM (x86 qgemm_tmpl.h, NEON qgemm_neon_tmpl.h): X's block
  *     scales and corrections (8 bytes per block of each row) and one packed
  *     panel of at most 32 rows (36 bytes per block and row)
@@ -63,8 +63,7 @@ size_t tg_matmul_w_scratch(tg_wtype t, int T, int in) {
     if (t == TG_WTYPE_F32 || (unsigned)t >= TG_WTYPE_COUNT || T <= 1 || in <= 0) return 0;
     size_t Tz = (size_t)T, n = (size_t)in, nb = n / TG_QK, P = (n + 1) / 2;
     int q8 = tg_wtype_q8_act(t);
-    size_t dec = size_max((size_t)512 * 1024 * sizeof(float), (size_t)TG_ROW_BLOCK * n * sizeof(float));
-    if (q8) dec += Tz * n * sizeof(float);
+    size_t dec = q8 ? 0 : size_max((size_t)512 * 1024 * sizeof(float), (size_t)TG_ROW_BLOCK * n * sizeof(float));
     size_t qg = q8 ? Tz * nb * 8 + nb * (TG_QK + 4) * 32 : 0;
     size_t bg = t == TG_WTYPE_BF16 ? (Tz + 31) * P * 4 + 8 * (P + 16) * 4 + (P + 24) * 4 : 0;
     size_t Tp = (Tz + 31) / 32 * 32, Pp = (P + 15) / 16 * 16;
