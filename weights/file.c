@@ -100,7 +100,10 @@ int wt_map_settle(wt_map *m) {
     long rss, pmd;
     if (!smaps_of(m->addr, &rss, &pmd)) return 0;
     long blocks_kb = (long)(m->size / huge * (huge >> 10)); /* the whole 2 MiB blocks */
-    if (rss < (long)(m->size >> 10) || pmd >= blocks_kb) return 0;
+    /* pmd == 0: this file system may give no 2 MiB folios at all (none
+     * with large folios, no CONFIG_READ_ONLY_THP_FOR_FS); re-reading would
+     * then cost every load a second read of the file for nothing */
+    if (rss < (long)(m->size >> 10) || pmd == 0 || pmd >= blocks_kb) return 0;
     if (madvise(m->addr, m->size, MADV_DONTNEED) != 0) return 0;
     (void)posix_fadvise(m->fd, 0, 0, POSIX_FADV_DONTNEED);
     /* read back now, as the load had; without MADV_POPULATE_READ (before
