@@ -431,6 +431,7 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
             st = tg_fail(&g->err, TG_ERR_NOMEM, "out of memory");
             break;
         }
+        if ((k->to_stdout || o->jsonl) && ferror(stdout)) break; /* the caller says it */
         int last = hit || c->n_out == o->n_gen;
         if (hit) c->stop = "stop";
         if (hit || (last && !o->interactive)) break;
@@ -589,6 +590,7 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
             code = cli_error(CMD, "%s", g->err.msg);
             break;
         }
+        if ((code = cli_stdout_check(CMD))) break; /* no stats after a failed output */
         char label[48] = "";
         if (o->samples > 1) snprintf(label, sizeof label, "sample %ld: ", i + 1);
         print_stats(g, n_prompt, t_prefill, &c, si, label);
@@ -696,6 +698,7 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
                 code = cli_error(CMD, "%s", g->err.msg);
                 break;
             }
+            if ((code = cli_stdout_check(CMD))) break;
             interrupted = 0;
         }
     read_again:
@@ -746,8 +749,7 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
     free(k.text);
     stop_free(&sf);
     tg_sampler_free(smp);
-    fflush(stdout);
-    if (code == EXIT_OK) {
+    if (code == EXIT_OK && !(code = cli_stdout_check(CMD))) {
         if (!total.stop) total.stop = "length";
         print_stats(g, n_prompt, t_prefill, &total, seed, "");
     }
@@ -954,8 +956,7 @@ int cmd_generate(int argc, char **argv) {
     }
     signal(SIGINT, SIG_DFL);
     free(kept_text);
-    fflush(stdout);
-    if (code == EXIT_OK && ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+    if (code == EXIT_OK) code = cli_stdout_check(CMD);
 done:
     free(g.logits);
     free(g.hist);

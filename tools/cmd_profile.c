@@ -622,10 +622,7 @@ int cmd_profile(int argc, char **argv) {
             printf("\n%s", op_legend);
         }
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        rc = cli_error(CMD, "cannot write the report to stdout");
-        goto done;
-    }
+    if ((rc = cli_stdout_check(CMD))) goto done;
     if (a.trace) rc = write_trace(&rp, a.trace);
 done:
     free(sweep);

@@ -155,12 +155,12 @@ int cmd_tokenize(int argc, char **argv) {
             put_escaped(stdout, piece, pl);
             fputs("'\n", stdout);
         }
-        fprintf(stderr, "%zu tokens, %zu bytes\n", n_ids, len);
     } else {
         for (size_t i = 0; i < n_ids; i++) printf(i ? " %d" : "%d", ids[i]);
         fputc('\n', stdout);
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) code = cli_error(CMD, "cannot write the output");
+    code = cli_stdout_check(CMD);
+    if (!code && verbose && !json) fprintf(stderr, "%zu tokens, %zu bytes\n", n_ids, len);
 done:
     free(ids);
     tg_tokenizer_free(tok);

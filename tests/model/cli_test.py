@@ -288,7 +288,7 @@ def main():
             with open("/dev/full", "wb") as full:
                 r = subprocess.run([exe] + [str(a) for a in args], stdout=full,
                                    stderr=subprocess.PIPE, timeout=120)
-            ck.check(r.returncode == 1 and b"writing the output failed" in r.stderr,
+            ck.check(r.returncode == 1 and b"writing the standard output failed" in r.stderr,
                      "%s to /dev/full: exit %d %r" % (args[0], r.returncode, r.stderr))
         # Without -m and without a default model: say how to get one.
         src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
