@@ -52,7 +52,7 @@ static void help(FILE *f) {
             "                      of each (every scored token has N/2 to N-1 tokens of\n"
             "                      context), as llama.cpp's llama-perplexity does (default: off)\n"
             "  --json              print {tokens, nats_per_token, perplexity, nats_per_byte,\n"
-            "                      bits_per_byte, bytes, window, scheme, stride}\n"
+            "                      bits_per_byte, bytes, window, scheme, stride, windows}\n"
             "  -t, --threads N     worker threads, [1, 1024] (default 1)\n"
             "  --isa ISA           scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
             "                      this CPU supports)\n"

@@ -76,11 +76,11 @@ static void help(FILE *f) {
             RUN_HELP_KV_TYPE
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
-            "(<|endoftext|>, or a Llama model's EOS or BOS), stop (a --stop string), context (full, with --keep 0) or\n"
-            "interrupted (Ctrl-C). A log-probability is the model's own: log-softmax of the raw\n"
-            "logits, before the repetition penalty, the temperature and any truncation; a\n"
-            "token's \"bytes\" are exact, its \"piece\" and every \"text\" are UTF-8 with each\n"
-            "invalid byte as U+FFFD.\n",
+            "(<|endoftext|>, or a Llama model's EOS or BOS), stop (a --stop string),\n"
+            "context (full, with --keep 0) or interrupted (Ctrl-C). A log-probability is\n"
+            "the model's own: log-softmax of the raw logits, before the repetition\n"
+            "penalty, the temperature and any truncation; a token's \"bytes\" are exact,\n"
+            "its \"piece\" and every \"text\" are UTF-8 with each invalid byte as U+FFFD.\n",
             MAX_STOPS, MAX_STOP_LEN, MAX_SAMPLES, MAX_TOP_LOGPROBS);
 }
 

@@ -192,6 +192,10 @@ def main():
                 ctx, j, n, nats / max(n, 1), r.returncode, r.stderr.decode(errors="replace")))
         r = ck.run("eval", "-m", gg, "-f", tf)
         ck.check(r.returncode == 0 and b"perplexity" in r.stdout, "eval text output: %r" % r.stdout)
+        # --help names every key of --json, and only those (it left out "windows")
+        h = ck.run("eval", "--help").stdout.decode()
+        listed = set("".join(h.split("print {", 1)[-1].split("}", 1)[0].split()).split(","))
+        ck.check(listed == set(j), "eval --help lists %s, --json has %s" % (sorted(listed), sorted(j)))
 
         # ---- sampling: seeds and threads ----------------------------------------
         outs = {}
