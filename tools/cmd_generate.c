@@ -257,9 +257,10 @@ static tg_status feed(gen *g, const int *t, int n) {
     if (K > g->C) K = g->C;
     if (!g->said_shift) {
         fflush(stdout); /* the text so far before the note (the stream batches flushes) */
-        fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; each time it "
-                        "fills, its last %d tokens run again as a new prompt (--keep)\n",
-                text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "", g->C, K);
+        if (!ferror(stdout)) /* else the caller says the output failed, and only that */
+            fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; each time it "
+                            "fills, its last %d tokens run again as a new prompt (--keep)\n",
+                    text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "", g->C, K);
         g->said_shift = 1;
     }
     g->n_shifts++;
@@ -439,8 +440,9 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
             if (!last) {
                 c->stop = "context";
                 fflush(stdout);
-                fprintf(stderr, "%stinygpt generate: the context is full (%d tokens); stopping\n",
-                        text_stdout(o) ? "\n" : "", g->C);
+                if (!ferror(stdout)) /* else the caller says the output failed */
+                    fprintf(stderr, "%stinygpt generate: the context is full (%d tokens); stopping\n",
+                            text_stdout(o) ? "\n" : "", g->C);
             }
             break;
         }

@@ -100,7 +100,8 @@ with tempfile.TemporaryDirectory() as d:
     # themselves, the rest main does): exit 1, and the error is all stderr
     # says -- no stats or "wrote FILE" line before it (generate and eval
     # printed their stats line, tokenize --verbose its counts, attention
-    # "wrote FILE"), beyond a note said before any output (profile, bench:
+    # "wrote FILE"; generate's notes that the context is full are not said
+    # either once the output failed), beyond a note said before any output (profile, bench:
     # "measuring the machine"; the REPL's greeting); nor is a file written
     # after it (attention --svg, compare --svg)
     svg = os.path.join(d, "full.svg")
@@ -115,7 +116,8 @@ with tempfile.TemporaryDirectory() as d:
                      ["eval", "-m", M4, "-f", text], ["eval", "-m", M4, "-f", text, "--json"],
                      ["attention", "-m", M4, "--layer", "0"], ["attention", "-m", M4, "-p", "ROMEO:", "--svg", svg],
                      ["convert", "--help"], G, G + ["--json"], G + ["--jsonl"], G + ["-s", "2"],
-                     G[:-4] + ["-n", "-1", "--ignore-eos"], G + ["-i"],
+                     G[:-4] + ["-n", "-1", "--ignore-eos"], G[:-4] + ["-n", "300", "--keep", "0", "--ignore-eos"],
+                     G + ["-i"],
                      ["compare", M1, M4, "-f", text, "--svg", svgdir], ["compare", M1, M4, "-f", text, "--json"],
                      ["profile", "-m", M4, "-n", "4", "--no-roofline"], ["bench", "-m", M4, "-p", "8", "-n", "8", "-r", "1"],
                      ["quantize", "--type", "q8_0", M4, os.path.join(d, "q.gguf")],
