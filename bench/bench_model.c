@@ -21,8 +21,9 @@
  *              ratio to the latest f32 prefill of the same shape, threads
  *              and length in this run (issue #15's target: >= 2x)
  *   bench_model --only gpt2 -t 1 --step-log N   N decode steps, each timed (CPU
- *              time, page faults), alternated with an anonymous 2 MiB-page
- *              copy of the same GGUF (bench/README.md, the slow steps)
+ *              time, page faults), alternated with those of a copy of the same
+ *              GPT-2 in 2 MiB-page anonymous memory (bench/README.md, the slow
+ *              steps)
  *   bench_model --model FILE [--quick] [-t 1,2]   (decode and prefill of a
  *                                                  checkpoint, e.g. one from
  *                                                  `tinygpt init`)
@@ -44,7 +45,6 @@
 #include "model/gpt.h"
 #include "model/opcount.h"
 #include "model/sampler.h"
-#include "weights/internal.h" /* gpt2_load_gguf_buffer: --step-log's anonymous copy */
 
 #ifdef TG_HAVE_OPENBLAS
 #include <cblas.h>
@@ -186,11 +186,6 @@ static void free_model(bench_model *b) {
  * DRAM ~25% faster than the 4 KB anonymous pages of a malloc'd model. */
 static int small_pages; /* --small-pages: keep the malloc'd model (4 KB pages) */
 static int step_log;    /* --step-log N: N decode steps, each timed (0: off) */
-/* with --step-log, the same GGUF read into 2 MiB-page anonymous memory
- * (tg_alloc_large) and loaded from there: the steps alternate between it
- * and the mapped file */
-static tg_gpt2_model anon_model;
-static int have_anon;
 static tg_wtype kv_type;  /* --kv-type f16: the KV cache in IEEE half (default f32) */
 
 
@@ -215,18 +210,6 @@ static int reload_via_gguf(bench_model *b) {
         fprintf(stderr, "bench_model: %s\n", err.msg);
         unlink(path);
         return -1;
-    }
-    if (step_log && !have_anon) {
-        FILE *f = fopen(path, "rb");
-        long len = -1;
-        if (f && !fseek(f, 0, SEEK_END)) len = ftell(f);
-        void *buf = len > 0 ? tg_alloc_large((size_t)len) : NULL;
-        if (f && buf && !fseek(f, 0, SEEK_SET) && fread(buf, 1, (size_t)len, f) == (size_t)len &&
-            !gpt2_load_gguf_buffer(&anon_model, buf, (size_t)len, 0, &err))
-            have_anon = 1; /* the buffer lives as long as the process */
-        else
-            fprintf(stderr, "bench_model: no anonymous copy for --step-log\n");
-        if (f) fclose(f);
     }
     unlink(path); /* the mapping outlives the name */
     free_model(b);
@@ -520,18 +503,86 @@ static void print_steps(const char *what, const double *cpu, const double *wall,
     free(sorted);
 }
 
+/* A GPT-2's copy in anonymous memory: its tensors (matrices, position
+ * embedding, vectors) moved to one 2 MiB-page block (tg_alloc_large), a
+ * tied classifier still the token embedding; the rest (config, vocab) is
+ * the original's, which must outlive the copy. anon_put counts the bytes
+ * while a->p is NULL, then copies. */
+typedef struct anon_block {
+    char *p;
+    size_t used;
+} anon_block;
+
+static const void *anon_put(anon_block *a, const void *src, size_t n) {
+    size_t at = (a->used + 63) & ~(size_t)63;
+    a->used = at + n;
+    return a->p && src ? memcpy(a->p + at, src, n) : src;
+}
+
+static void anon_weight(anon_block *a, tg_weight *w) {
+    w->data = anon_put(a, w->data, (size_t)w->rows * w->row_bytes);
+}
+
+static void anon_f32(anon_block *a, const float **v, size_t n) {
+    *v = anon_put(a, *v, n * sizeof **v);
+}
+
+static void anon_walk(anon_block *a, tg_gpt2_weights *w, const tg_gpt2_config *c) {
+    size_t E = (size_t)c->n_embd, F = (size_t)c->n_ff;
+    const void *wte = w->wte.data;
+    anon_weight(a, &w->wte);
+    anon_f32(a, &w->wpe, (size_t)c->n_ctx * E);
+    for (int l = 0; l < c->n_layer; l++) {
+        tg_gpt2_layer *y = &w->layers[l];
+        anon_f32(a, &y->ln1_w, E), anon_f32(a, &y->ln1_b, E);
+        anon_weight(a, &y->qkv_w), anon_f32(a, &y->qkv_b, 3 * E);
+        anon_weight(a, &y->proj_w), anon_f32(a, &y->proj_b, E);
+        anon_f32(a, &y->ln2_w, E), anon_f32(a, &y->ln2_b, E);
+        anon_weight(a, &y->up_w), anon_f32(a, &y->up_b, F);
+        anon_weight(a, &y->down_w), anon_f32(a, &y->down_b, E);
+    }
+    anon_f32(a, &w->lnf_w, E), anon_f32(a, &w->lnf_b, E);
+    if (w->lm_head.data == wte) w->lm_head = w->wte;
+    else anon_weight(a, &w->lm_head);
+}
+
+/* *copy = m with its tensors in anonymous memory (*block; free() it and
+ * copy->w.layers). */
+static int anon_copy(tg_gpt2_model *copy, void **block, const tg_gpt2_model *m) {
+    anon_block a = {0};
+    *copy = *m;
+    size_t L = (size_t)m->cfg.n_layer;
+    anon_walk(&a, &copy->w, &copy->cfg); /* the size */
+    copy->w.layers = malloc(L * sizeof *copy->w.layers);
+    if (!copy->w.layers || !(a.p = tg_alloc_large(a.used))) {
+        free(copy->w.layers);
+        return -1;
+    }
+    memcpy(copy->w.layers, m->w.layers, L * sizeof *copy->w.layers);
+    a.used = 0;
+    anon_walk(&a, &copy->w, &copy->cfg);
+    *block = a.p;
+    return 0;
+}
+
 /* step_log decode steps after a 64-token prefill: the wall and CPU time of
  * each (the calling thread's; with -t 1 it does all the work) and the page
- * faults it took; with the anonymous copy (have_anon), its steps alternate
- * with the mapped model's, so both see the same machine. */
-static void decode_step_log(tg_gpt *g) {
+ * faults it took; for a mapped GPT-2 (not --small-pages), the steps of its
+ * copy in anonymous memory alternate with its own, so both see the same
+ * machine. */
+static void decode_step_log(const bench_model *b, tg_gpt *g) {
     const tg_gpt2_config *c = tg_gpt_config(g);
     int n_prompt = 64, steps = step_log, nm = 1;
     if (n_prompt + steps > c->n_ctx) steps = c->n_ctx - n_prompt;
     tg_gpt *gs[2] = {g, NULL};
-    bench_model ab = {anon_model, NULL};
-    if (have_anon) gs[nm++] = make_gpt(&ab, 1, NULL);
-    float *logits = malloc((size_t)c->n_vocab * sizeof *logits);
+    bench_model ab = {.blob = NULL};
+    void *block = NULL;
+    if (!b->blob && c->arch == TG_ARCH_GPT2) {
+        if (anon_copy(&ab.m, &block, &b->m)) fprintf(stderr, "bench_model: no anonymous copy for --step-log\n");
+        else gs[nm++] = make_gpt(&ab, 1, NULL);
+    }
+    size_t V = (size_t)c->n_vocab;
+    float *logits = malloc(2 * V * sizeof *logits);
     int prompt[64];
     double *wall = malloc(2 * (size_t)steps * sizeof *wall), *cpu = malloc(2 * (size_t)steps * sizeof *cpu);
     long *flt = malloc(2 * (size_t)steps * sizeof *flt);
@@ -540,7 +591,11 @@ static void decode_step_log(tg_gpt *g) {
         exit(1);
     }
     for (int i = 0; i < n_prompt; i++) prompt[i] = (i * 7919) % c->n_vocab;
-    for (int k = 0; k < nm; k++) forward(gs[k], prompt, n_prompt, 0, logits);
+    for (int k = 0; k < nm; k++) forward(gs[k], prompt, n_prompt, 0, logits + k * V);
+    if (nm > 1 && memcmp(logits, logits + V, V * sizeof *logits)) {
+        fprintf(stderr, "bench_model: the anonymous copy's logits differ from the model's\n");
+        exit(1);
+    }
     print_mapping("after the prefill");
     for (int i = 0; i < steps; i++)
         for (int k = 0; k < nm; k++) {
@@ -559,6 +614,8 @@ static void decode_step_log(tg_gpt *g) {
     if (nm > 1) {
         print_steps("anonymous copy", cpu + steps, wall + steps, flt + steps, steps);
         tg_gpt_free(gs[1]);
+        free(ab.m.w.layers);
+        free(block);
     }
     free(logits);
     free(wall);
@@ -659,7 +716,7 @@ static void bench_big(bench_model *b, const int *threads, int n_threads, const c
         tg_gpt *g = make_gpt(b, th, isa);
         tg_err err;
         if (step_log) {
-            decode_step_log(g);
+            decode_step_log(b, g);
             tg_gpt_free(g);
             continue;
         }

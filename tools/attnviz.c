@@ -419,12 +419,10 @@ int attn_check_selection(const char *cmd, int n_layer, int n_head, long layer, l
 }
 
 int attn_finish(const char *cmd, const attn_map *m, const char *svg, const attn_svg_opts *o) {
-    if (svg) {
-        tg_err err;
-        if (attn_write_svg(m, svg, o, &err)) return cli_error(cmd, "%s", err.msg);
-        fprintf(stderr, "wrote %s\n", svg);
-    }
-    fflush(stdout);
-    if (ferror(stdout)) return cli_error(cmd, "writing the output failed");
+    int code = cli_stdout_check(cmd);
+    if (code || !svg) return code;
+    tg_err err;
+    if (attn_write_svg(m, svg, o, &err)) return cli_error(cmd, "%s", err.msg);
+    fprintf(stderr, "wrote %s\n", svg);
     return EXIT_OK;
 }

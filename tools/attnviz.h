@@ -56,9 +56,9 @@ tg_status attn_write_svg(const attn_map *m, const char *path, const attn_svg_opt
 
 /* The checks and the end that `tinygpt attention` shares with its task
  * form (tools/task_heads.c). attn_check_selection: --layer/--head within
- * the model (-1: all), else a usage error; attn_finish: the SVG when svg is
- * set ("wrote FILE" on stderr), then stdout flushed and checked. Both return
- * an exit code (EXIT_OK: go on). */
+ * the model (-1: all), else a usage error; attn_finish: stdout flushed and
+ * checked (a failed write is an error, and no SVG), then the SVG when svg is
+ * set ("wrote FILE" on stderr). Both return an exit code (EXIT_OK: go on). */
 int attn_check_selection(const char *cmd, int n_layer, int n_head, long layer, long head);
 int attn_finish(const char *cmd, const attn_map *m, const char *svg, const attn_svg_opts *o);
 

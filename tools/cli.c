@@ -29,6 +29,15 @@ int cli_error(const char *cmd, const char *fmt, ...) {
     return EXIT_RUNTIME;
 }
 
+int cli_stdout_check(const char *cmd) {
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = bad ? errno : 0;
+    if (!bad && !ferror(stdout)) return EXIT_OK;
+    return cli_error(cmd, "writing the standard output failed%s%s", e ? ": " : "",
+                     e ? strerror(e) : "");
+}
+
 int cli_usage(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -15,6 +15,13 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Flushes stdout; if a write to it failed (now or before), prints "tinygpt
+ * CMD: writing the standard output failed[: reason]" and returns
+ * EXIT_RUNTIME, else EXIT_OK. A command calls it before any line on stderr
+ * that reports success (stats, "wrote FILE"), so that a failed output is
+ * never followed by one; main calls it after every command. */
+int cli_stdout_check(const char *cmd);
+
 /* Strict parsers: the whole string must be a number within [lo, hi]. On
  * failure they print a usage error naming the flag and the allowed range and
  * return -1. */

@@ -212,8 +212,7 @@ int cmd_bench(int argc, char **argv) {
     }
     free(rows);
     free(roofs);
-    if (rc == EXIT_OK && (fflush(stdout) != 0 || ferror(stdout)))
-        rc = cli_error(CMD, "cannot write to stdout");
+    if (rc == EXIT_OK) rc = cli_stdout_check(CMD);
 done:
     free(tokens);
     tg_gpt2_free(&m);

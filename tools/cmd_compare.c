@@ -433,13 +433,12 @@ int cmd_compare(int argc, char **argv) {
     }
     if (json) print_json(sd, N, do_agree, &ag, (size_t)head_tokens);
     else print_text(sd, N, do_agree, &ag, (size_t)head_tokens);
-    fflush(stdout);
+    if ((code = cli_stdout_check(CMD))) goto done;
     for (int i = 0; i < 2 && svg; i++)
         if (write_maps(&S[i], svg, prompt, &err)) {
             code = cli_error(CMD, "%s", err.msg);
             goto done;
         }
-    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
 done:
     for (int i = 0; i < 2; i++) side_free(&S[i]);
     free(text);

@@ -52,7 +52,7 @@ static void help(FILE *f) {
             "                      of each (every scored token has N/2 to N-1 tokens of\n"
             "                      context), as llama.cpp's llama-perplexity does (default: off)\n"
             "  --json              print {tokens, nats_per_token, perplexity, nats_per_byte,\n"
-            "                      bits_per_byte, bytes, window, scheme, stride}\n"
+            "                      bits_per_byte, bytes, window, scheme, stride, windows}\n"
             "  -t, --threads N     worker threads, [1, 1024] (default 1)\n"
             "  --isa ISA           scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
             "                      this CPU supports)\n"
@@ -221,12 +221,11 @@ int cmd_eval(int argc, char **argv) {
     else
         printf("tokens %zu  nats/token %.4f  perplexity %.3f  nats/byte %.4f  bits/byte %.4f\n",
                scored, npt, exp(npt), npb, npb / log(2.0));
+    if ((code = cli_stdout_check(CMD))) goto done;
     fprintf(stderr, "scored %zu token%s (%zu byte%s) in %zu window%s of %d (%s", scored, scored == 1 ? "" : "s",
             bytes, bytes == 1 ? "" : "s", n_windows, n_windows == 1 ? "" : "s", N, scheme);
     if (stride) fprintf(stderr, " %ld", stride);
     fprintf(stderr, "), %.1f tok/s evaluated\n", secs > 0 ? (double)evaluated / secs : 0.0);
-    fflush(stdout);
-    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
 done:
     free(logits);
     free(ids);

@@ -76,11 +76,11 @@ static void help(FILE *f) {
             RUN_HELP_KV_TYPE
             "\n"
             "The stats line on stderr names the stop reason: length (-n tokens), eos\n"
-            "(<|endoftext|>, or a Llama model's EOS or BOS), stop (a --stop string), context (full, with --keep 0) or\n"
-            "interrupted (Ctrl-C). A log-probability is the model's own: log-softmax of the raw\n"
-            "logits, before the repetition penalty, the temperature and any truncation; a\n"
-            "token's \"bytes\" are exact, its \"piece\" and every \"text\" are UTF-8 with each\n"
-            "invalid byte as U+FFFD.\n",
+            "(<|endoftext|>, or a Llama model's EOS or BOS), stop (a --stop string),\n"
+            "context (full, with --keep 0) or interrupted (Ctrl-C). A log-probability is\n"
+            "the model's own: log-softmax of the raw logits, before the repetition\n"
+            "penalty, the temperature and any truncation; a token's \"bytes\" are exact,\n"
+            "its \"piece\" and every \"text\" are UTF-8 with each invalid byte as U+FFFD.\n",
             MAX_STOPS, MAX_STOP_LEN, MAX_SAMPLES, MAX_TOP_LOGPROBS);
 }
 
@@ -257,9 +257,10 @@ static tg_status feed(gen *g, const int *t, int n) {
     if (K > g->C) K = g->C;
     if (!g->said_shift) {
         fflush(stdout); /* the text so far before the note (the stream batches flushes) */
-        fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; each time it "
-                        "fills, its last %d tokens run again as a new prompt (--keep)\n",
-                text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "", g->C, K);
+        if (!ferror(stdout)) /* else the caller says the output failed, and only that */
+            fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; each time it "
+                            "fills, its last %d tokens run again as a new prompt (--keep)\n",
+                    text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "", g->C, K);
         g->said_shift = 1;
     }
     g->n_shifts++;
@@ -431,6 +432,7 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
             st = tg_fail(&g->err, TG_ERR_NOMEM, "out of memory");
             break;
         }
+        if ((k->to_stdout || o->jsonl) && ferror(stdout)) break; /* the caller says it */
         int last = hit || c->n_out == o->n_gen;
         if (hit) c->stop = "stop";
         if (hit || (last && !o->interactive)) break;
@@ -438,8 +440,9 @@ static tg_status continue_text(gen *g, tg_sampler *smp, stop_filter *sf, sink *k
             if (!last) {
                 c->stop = "context";
                 fflush(stdout);
-                fprintf(stderr, "%stinygpt generate: the context is full (%d tokens); stopping\n",
-                        text_stdout(o) ? "\n" : "", g->C);
+                if (!ferror(stdout)) /* else the caller says the output failed */
+                    fprintf(stderr, "%stinygpt generate: the context is full (%d tokens); stopping\n",
+                            text_stdout(o) ? "\n" : "", g->C);
             }
             break;
         }
@@ -589,6 +592,7 @@ static int run_samples(gen *g, const char *ptext, size_t plen, const int *pids, 
             code = cli_error(CMD, "%s", g->err.msg);
             break;
         }
+        if ((code = cli_stdout_check(CMD))) break; /* no stats after a failed output */
         char label[48] = "";
         if (o->samples > 1) snprintf(label, sizeof label, "sample %ld: ", i + 1);
         print_stats(g, n_prompt, t_prefill, &c, si, label);
@@ -696,6 +700,7 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
                 code = cli_error(CMD, "%s", g->err.msg);
                 break;
             }
+            if ((code = cli_stdout_check(CMD))) break;
             interrupted = 0;
         }
     read_again:
@@ -746,8 +751,7 @@ static int run_interactive(gen *g, int have_prompt, int n_prompt, double t_prefi
     free(k.text);
     stop_free(&sf);
     tg_sampler_free(smp);
-    fflush(stdout);
-    if (code == EXIT_OK) {
+    if (code == EXIT_OK && !(code = cli_stdout_check(CMD))) {
         if (!total.stop) total.stop = "length";
         print_stats(g, n_prompt, t_prefill, &total, seed, "");
     }
@@ -954,8 +958,7 @@ int cmd_generate(int argc, char **argv) {
     }
     signal(SIGINT, SIG_DFL);
     free(kept_text);
-    fflush(stdout);
-    if (code == EXIT_OK && ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+    if (code == EXIT_OK) code = cli_stdout_check(CMD);
 done:
     free(g.logits);
     free(g.hist);

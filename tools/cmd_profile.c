@@ -64,12 +64,13 @@ static void usage_text(FILE *f) {
             "                       [--no-roofline] [--probe-seconds S] [--seed N]\n"
             "\n"
             "Profiles a prefill of the prompt (PROMPT's tokens, or N random tokens, default\n"
-            "128) and GEN decode steps (default 32), one row per op. Times are wall time: when threads run\n"
-            "ops at once, each instant is shared among them. GB/s counts every byte an op\n"
-            "reads (weights, KV cache, activations). '%% roof' is the roofline bound\n"
-            "max(flops / FMA peak, DRAM bytes / DRAM bandwidth) over the measured time,\n"
-            "where DRAM bytes are weights + KV cache (activations are taken to be in cache);\n"
-            "peak and bandwidth are measured on this machine first (--no-roofline skips).\n"
+            "128) and GEN decode steps (default 32), one row per op. Times are wall time:\n"
+            "when threads run ops at once, each instant is shared among them. GB/s counts\n"
+            "every byte an op reads (weights, KV cache, activations). '%% roof' is the\n"
+            "roofline bound max(flops / FMA peak, DRAM bytes / DRAM bandwidth) over the\n"
+            "measured time, where DRAM bytes are weights + KV cache (activations are taken\n"
+            "to be in cache); peak and bandwidth are measured on this machine first\n"
+            "(--no-roofline skips).\n"
             "  -m, --model MODEL     GGUF, HF GPT-2/Llama folder or llama2.c .bin (default:\n"
             "                        the shipped model, or $TINYGPT_MODEL)\n"
             "  -p, --prompt PROMPT   the prompt to prefill (default: random tokens)\n"
@@ -622,10 +623,7 @@ int cmd_profile(int argc, char **argv) {
             printf("\n%s", op_legend);
         }
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        rc = cli_error(CMD, "cannot write the report to stdout");
-        goto done;
-    }
+    if ((rc = cli_stdout_check(CMD))) goto done;
     if (a.trace) rc = write_trace(&rp, a.trace);
 done:
     free(sweep);

@@ -97,7 +97,5 @@ int cmd_task(int argc, char **argv) {
         }
     }
     free(s);
-    fflush(stdout);
-    if (ferror(stdout)) return cli_error(CMD, "writing the output failed");
-    return EXIT_OK;
+    return cli_stdout_check(CMD);
 }

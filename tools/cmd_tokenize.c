@@ -18,8 +18,10 @@ static void help(FILE *f) {
             "usage: tinygpt tokenize [-m MODEL | --tokenizer PATH] (-p TEXT | -f FILE) [--json]\n"
             "                        [--verbose] [--no-parse-special]\n"
             "  -m, --model MODEL   GGUF file (a vocabulary-only one will do) or Hugging Face\n"
-            "                      folder (vocab.json, merges.txt) (default: the shipped\n"
-            "                      model, or $TINYGPT_MODEL)\n"
+            "                      GPT-2 folder (vocab.json, merges.txt) or Llama folder\n"
+            "                      (tokenizer.json); a llama2.c .bin holds no vocabulary:\n"
+            "                      --tokenizer (default: the shipped model, or\n"
+            "                      $TINYGPT_MODEL)\n"
             "  -p, --prompt TEXT   the text\n"
             "  -f, --file FILE     the text, read from FILE ('-': standard input)\n"
             "  --max-input BYTES   read at most BYTES of FILE, [1, 2^40]; K/M/G suffixes\n"
@@ -155,12 +157,12 @@ int cmd_tokenize(int argc, char **argv) {
             put_escaped(stdout, piece, pl);
             fputs("'\n", stdout);
         }
-        fprintf(stderr, "%zu tokens, %zu bytes\n", n_ids, len);
     } else {
         for (size_t i = 0; i < n_ids; i++) printf(i ? " %d" : "%d", ids[i]);
         fputc('\n', stdout);
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) code = cli_error(CMD, "cannot write the output");
+    code = cli_stdout_check(CMD);
+    if (!code && verbose && !json) fprintf(stderr, "%zu tokens, %zu bytes\n", n_ids, len);
 done:
     free(ids);
     tg_tokenizer_free(tok);

@@ -1,6 +1,5 @@
 /* main.c — `tinygpt COMMAND ...`: dispatch to the subcommands, the global
  * help and --version. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,8 +84,7 @@ static int version(void) {
         if (tg_cpu_has((tg_cpu_feature)f)) printf(" %s", tg_cpu_feature_name((tg_cpu_feature)f)), any = 1;
     printf("%s\n", any ? "" : " (none)");
     printf("default model: %s\n", model ? model : "(none found)");
-    fflush(stdout);
-    return ferror(stdout) ? cli_error(NULL, "writing the output failed") : EXIT_OK;
+    return EXIT_OK; /* main checks stdout */
 }
 
 static const command *find(const char *name) {
@@ -98,14 +96,9 @@ static const command *find(const char *name) {
 /* Every command's standard output is checked here, after it returns, so none
  * can forget: a full disk or a closed pipe is exit 1, not a silent 0. */
 static int check_stdout(const char *cmd, int rc) {
-    errno = 0;
-    int bad = fflush(stdout) != 0;
-    int e = errno;
-    if (!bad && !ferror(stdout)) return rc;
-    if (rc != EXIT_OK) return rc; /* already failed and said why */
-    fprintf(stderr, "tinygpt%s%s: writing the standard output failed%s%s\n", cmd ? " " : "", cmd ? cmd : "",
-            e ? ": " : "", e ? strerror(e) : "");
-    return EXIT_RUNTIME;
+    if (rc == EXIT_OK) return cli_stdout_check(cmd);
+    fflush(stdout); /* already failed and said why */
+    return rc;
 }
 
 int main(int argc, char **argv) {

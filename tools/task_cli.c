@@ -485,9 +485,8 @@ int task_eval_maybe(int argc, char **argv) {
                "%.4f (per sequence)  chance %.4g\nloss %.4f nats/answer\n",
                tg_task_kind_name(tm.task.kind), ostr, sc.seqs, sc.answers, acc, sacc,
                tm.task.chance, loss);
-    fprintf(stderr, "scored %ld sequences in %.2fs\n", sc.seqs, run_now() - t0);
-    fflush(stdout);
-    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+    if (!(code = cli_stdout_check(CMD)))
+        fprintf(stderr, "scored %ld sequences in %.2fs\n", sc.seqs, run_now() - t0);
 done:
     task_model_close(&tm);
     return code;

@@ -182,8 +182,7 @@ int task_compare_maybe(int argc, char **argv) {
         }
     if (json) print_json(sd, n, seed);
     else print_text(sd, n, seed);
-    fflush(stdout);
-    if (ferror(stdout)) code = cli_error(CMD, "writing the output failed");
+    code = cli_stdout_check(CMD);
 done:
     for (int k = 0; k < 2; k++) tside_free(&sd[k]);
     return code;

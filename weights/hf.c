@@ -361,7 +361,8 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err) {
     struct stat sb; /* stat, not open: a FIFO must not block (wt_read_file refuses it) */
     if (stat(path, &sb) != 0)
         return tg_fail(err, TG_ERR_IO,
-                       "%s: a folder without vocab.json: not a model (give a GGUF file or a Hugging Face GPT-2 folder)",
+                       "%s: a folder without vocab.json (GPT-2) or a config.json naming llama (Llama): not a model "
+                       "(give a GGUF file, a llama2.c .bin checkpoint, or a Hugging Face GPT-2 or Llama folder)",
                        dir);
     if (vocab_only) {
         /* config.json is optional here; it only pads the vocabulary */

@@ -47,6 +47,12 @@
 #ifndef QGEMM_Q8_SIGNED
 #define QGEMM_Q8_SIGNED 0
 #endif
+/* one group's products: sgn (a constant in every tile) picks qdpbusd_s */
+#if QGEMM_Q8_SIGNED
+#define q_dot(sgn, acc, w, x) ((sgn) ? qdpbusd_s(acc, w, x) : qdpbusd(acc, w, x))
+#else
+#define q_dot(sgn, acc, w, x) qdpbusd(acc, w, x)
+#endif
 
 #define QNR (2 * QL)
 #define QPANEL_BLOCK ((size_t)(TG_QK + 4) * QNR) /* bytes of one block of a panel */
@@ -106,40 +112,29 @@ ALWAYS_INLINE void q_tile(int sgn, int mr, float *y, size_t ldy, const tg_block_
         const float *dw = (const float *)(pb + TG_QK * QNR);
         qvi a[QMR][2];
         for (int r = 0; r < mr; r++) a[r][0] = a[r][1] = qset1_i32(xc[(size_t)r * nb + k]);
-#if QGEMM_Q8_SIGNED
-        if (sgn) {
+#ifdef qdpbusd2 /* two groups at a time (plain AVX2: summed in int16 first), but Q8_0's signed W */
+        if (!sgn)
+            for (int g = 0; g < TG_QK / 4; g += 2) {
+                const char *pg = pb + (size_t)g * 4 * QNR;
+                qvi w0 = qload_i(pg), w1 = qload_i(pg + 4 * QL);
+                qvi v0 = qload_i(pg + 4 * QNR), v1 = qload_i(pg + 4 * QNR + 4 * QL);
+                for (int r = 0; r < mr; r++) {
+                    qvi x = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g);
+                    qvi z = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g + 4);
+                    a[r][0] = qdpbusd2(a[r][0], w0, x, v0, z);
+                    a[r][1] = qdpbusd2(a[r][1], w1, x, v1, z);
+                }
+            }
+        else
+#endif
             for (int g = 0; g < TG_QK / 4; g++) {
                 qvi w0 = qload_i(pb + (size_t)g * 4 * QNR), w1 = qload_i(pb + (size_t)g * 4 * QNR + 4 * QL);
                 for (int r = 0; r < mr; r++) {
                     qvi x = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g);
-                    a[r][0] = qdpbusd_s(a[r][0], w0, x);
-                    a[r][1] = qdpbusd_s(a[r][1], w1, x);
+                    a[r][0] = q_dot(sgn, a[r][0], w0, x);
+                    a[r][1] = q_dot(sgn, a[r][1], w1, x);
                 }
             }
-        } else
-#endif
-#ifdef qdpbusd2 /* two groups at a time (plain AVX2: summed in int16 first) */
-        for (int g = 0; g < TG_QK / 4; g += 2) {
-            const char *pg = pb + (size_t)g * 4 * QNR;
-            qvi w0 = qload_i(pg), w1 = qload_i(pg + 4 * QL);
-            qvi v0 = qload_i(pg + 4 * QNR), v1 = qload_i(pg + 4 * QNR + 4 * QL);
-            for (int r = 0; r < mr; r++) {
-                qvi x = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g);
-                qvi z = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g + 4);
-                a[r][0] = qdpbusd2(a[r][0], w0, x, v0, z);
-                a[r][1] = qdpbusd2(a[r][1], w1, x, v1, z);
-            }
-        }
-#else
-        for (int g = 0; g < TG_QK / 4; g++) {
-            qvi w0 = qload_i(pb + (size_t)g * 4 * QNR), w1 = qload_i(pb + (size_t)g * 4 * QNR + 4 * QL);
-            for (int r = 0; r < mr; r++) {
-                qvi x = qbcast_i32(xq[(size_t)r * nb + k].qs + 4 * g);
-                a[r][0] = qdpbusd(a[r][0], w0, x);
-                a[r][1] = qdpbusd(a[r][1], w1, x);
-            }
-        }
-#endif
         qvf d0 = qloadf(dw), d1 = qloadf(dw + QL);
         for (int r = 0; r < mr; r++) {
             qvf dx = qset1f(xd[(size_t)r * nb + k]);
@@ -170,19 +165,13 @@ ALWAYS_INLINE void q_tile(int sgn, int mr, float *y, size_t ldy, const tg_block_
 
 typedef void (*q_tile_fn)(float *, size_t, const tg_block_q8_0 *, const float *, const int32_t *,
                           const char *, const float *, int, int);
-#define Q_TILE(n)                                                                              \
-    static void q_tile_##n(float *y, size_t ldy, const tg_block_q8_0 *xq, const float *xd,     \
-                           const int32_t *xc, const char *panel, const float *b, int nb,       \
-                           int nr) {                                                           \
-        q_tile(0, n, y, ldy, xq, xd, xc, panel, b, nb, nr);                                    \
+#define Q_TILE_FN(name, sgn, n)                                                                \
+    static void name(float *y, size_t ldy, const tg_block_q8_0 *xq, const float *xd,           \
+                     const int32_t *xc, const char *panel, const float *b, int nb, int nr) {   \
+        q_tile(sgn, n, y, ldy, xq, xd, xc, panel, b, nb, nr);                                  \
     }
-/* the tiles of QGEMM_Q8_SIGNED's Q8_0 */
-#define Q_TILE_S(n)                                                                            \
-    static void q_tile_s##n(float *y, size_t ldy, const tg_block_q8_0 *xq, const float *xd,    \
-                            const int32_t *xc, const char *panel, const float *b, int nb,      \
-                            int nr) {                                                          \
-        q_tile(1, n, y, ldy, xq, xd, xc, panel, b, nb, nr);                                    \
-    }
+#define Q_TILE(n) Q_TILE_FN(q_tile_##n, 0, n)
+#define Q_TILE_S(n) Q_TILE_FN(q_tile_s##n, 1, n) /* the tiles of QGEMM_Q8_SIGNED's Q8_0 */
 
 /* The whole GEMM for columns o0..o1: X's scales and corrections once, then
  * one panel of W at a time under every token tile. */

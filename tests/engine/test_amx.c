@@ -97,6 +97,16 @@ Test(amx_emu, dpbssd_by_hand) {
     cr_expect_eq(out[1][3], -5, "column past colsb written");
 }
 
+/* out = c0 + a · b by tdpbf16ps on tiles 0..2 as cfg3(1, 2, 2) sets them:
+ * one row of two pairs (a) against two columns (b[n]: column n's pairs) */
+static void dpbf16_1x2(const float c0[2], const uint16_t a[4], const uint16_t b[2][4], float out[2]) {
+    amx_emu_load(0, c0, 8);
+    amx_emu_load(1, a, 8);
+    amx_emu_load(2, b, 8);
+    amx_emu_dpbf16ps(0, 1, 2);
+    amx_emu_store(0, out, 8);
+}
+
 /* tdpbf16ps: a dot product of pairs; the SDM's order (even and odd products
  * in their own f32 sums from 0, added at the end, then to C); DAZ on the
  * inputs, FTZ on the results; NaN and inf */
@@ -109,11 +119,7 @@ Test(amx_emu, dpbf16ps_by_hand) {
     uint16_t b[2][4] = {{bf(3), bf(4), bf(1), bf(1)}, {bf(4096), bf(1), bf(1), bf(1)}};
     float c0[2] = {0.5f, 0.0f}, out[2];
     amx_emu_loadconfig(&c);
-    amx_emu_load(0, c0, 8);
-    amx_emu_load(1, a, 8);
-    amx_emu_load(2, b, 8);
-    amx_emu_dpbf16ps(0, 1, 2);
-    amx_emu_store(0, out, 8);
+    dpbf16_1x2(c0, a, b, out);
     /* column 0: even 1·3 + 2^24 = 2^24 + 3 -> 2^24 + 4 (a tie, to even);
      * odd 2·4 + 1 = 9; 2^24 + 4 + 9 = 2^24 + 13 -> 2^24 + 12 (tie, even);
      * C: 0.5 + (2^24 + 12) -> 2^24 + 12 */
@@ -127,30 +133,18 @@ Test(amx_emu, dpbf16ps_by_hand) {
     uint16_t a2[4] = {bf(16777216.0f), bf(1), bf(1), bf(1)};
     uint16_t b2[2][4] = {{bf(1), bf(1), bf(1), bf(1)}, {bf(1), bf(1), bf(1), bf(1)}};
     float z[2] = {0, 0};
-    amx_emu_load(0, z, 8);
-    amx_emu_load(1, a2, 8);
-    amx_emu_load(2, b2, 8);
-    amx_emu_dpbf16ps(0, 1, 2);
-    amx_emu_store(0, out, 8);
+    dpbf16_1x2(z, a2, b2, out);
     cr_expect_eq(out[0], 16777218.0f, "SDM order: got %.1f", out[0]);
     /* DAZ: a bf16 subnormal (2^-133) times 2^100 is 0, not 2^-33 (column
      * 0); FTZ: 2^-70 · 2^-70 = 2^-140, an f32 subnormal, is 0 (column 1) */
     uint16_t a3[4] = {0x0001, bf(0x1p-70f), 0, 0};
     uint16_t b3[2][4] = {{bf(0x1p100f), 0, 0, bf(0x1p-70f)}, {0, 0, 0, 0}};
-    amx_emu_load(0, z, 8);
-    amx_emu_load(1, a3, 8);
-    amx_emu_load(2, b3, 8);
-    amx_emu_dpbf16ps(0, 1, 2);
-    amx_emu_store(0, out, 8);
+    dpbf16_1x2(z, a3, b3, out);
     cr_expect(out[0] == 0.0f && out[1] == 0.0f, "DAZ/FTZ: got %g %g", out[0], out[1]);
     /* a NaN x makes every column of its row NaN (NaN · 0 too) */
     uint16_t a4[4] = {0x7fc0, bf(1), 0x7f80, 0};
     uint16_t b4[2][4] = {{bf(1), bf(1), 0, 0}, {bf(1), 0, bf(1), 0}};
-    amx_emu_load(0, z, 8);
-    amx_emu_load(1, a4, 8);
-    amx_emu_load(2, b4, 8);
-    amx_emu_dpbf16ps(0, 1, 2);
-    amx_emu_store(0, out, 8);
+    dpbf16_1x2(z, a4, b4, out);
     cr_expect(isnan(out[0]) && isnan(out[1]), "NaN: got %g %g", out[0], out[1]);
     amx_emu_release();
 }
@@ -483,31 +477,19 @@ static void nan_row(const tg_engine *e, const char *who) {
     }
 }
 
-Test(amx_emulated, shapes) {
-    tg_engine ref, e;
-    ck_engine_ref(&ref);
-    engine_emu(&e);
-    shapes(&ref, &e, "amx emulated");
+/* the reference and the emulated engine, set up for each test (each runs
+ * in its own process) */
+static tg_engine ref_engine, emu_engine;
+static void emu_setup(void) {
+    ck_engine_ref(&ref_engine);
+    engine_emu(&emu_engine);
 }
+TestSuite(amx_emulated, .init = emu_setup);
 
-Test(amx_emulated, ranges) {
-    tg_engine ref, e;
-    ck_engine_ref(&ref);
-    engine_emu(&e);
-    ranges(&ref, &e, "amx emulated");
-}
-
-Test(amx_emulated, threads) {
-    tg_engine e;
-    engine_emu(&e);
-    threads(&e, "amx emulated");
-}
-
-Test(amx_emulated, nan_row) {
-    tg_engine e;
-    engine_emu(&e);
-    nan_row(&e, "amx emulated");
-}
+Test(amx_emulated, shapes) { shapes(&ref_engine, &emu_engine, "amx emulated"); }
+Test(amx_emulated, ranges) { ranges(&ref_engine, &emu_engine, "amx emulated"); }
+Test(amx_emulated, threads) { threads(&emu_engine, "amx emulated"); }
+Test(amx_emulated, nan_row) { nan_row(&emu_engine, "amx emulated"); }
 
 /* ---- the real instructions, where the CPU has them ----------------------------- */
 

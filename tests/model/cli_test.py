@@ -192,6 +192,10 @@ def main():
                 ctx, j, n, nats / max(n, 1), r.returncode, r.stderr.decode(errors="replace")))
         r = ck.run("eval", "-m", gg, "-f", tf)
         ck.check(r.returncode == 0 and b"perplexity" in r.stdout, "eval text output: %r" % r.stdout)
+        # --help names every key of --json, and only those (it left out "windows")
+        h = ck.run("eval", "--help").stdout.decode()
+        listed = set("".join(h.split("print {", 1)[-1].split("}", 1)[0].split()).split(","))
+        ck.check(listed == set(j), "eval --help lists %s, --json has %s" % (sorted(listed), sorted(j)))
 
         # ---- sampling: seeds and threads ----------------------------------------
         outs = {}
@@ -288,7 +292,7 @@ def main():
             with open("/dev/full", "wb") as full:
                 r = subprocess.run([exe] + [str(a) for a in args], stdout=full,
                                    stderr=subprocess.PIPE, timeout=120)
-            ck.check(r.returncode == 1 and b"writing the output failed" in r.stderr,
+            ck.check(r.returncode == 1 and b"writing the standard output failed" in r.stderr,
                      "%s to /dev/full: exit %d %r" % (args[0], r.returncode, r.stderr))
         # Without -m and without a default model: say how to get one.
         src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

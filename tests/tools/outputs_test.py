@@ -97,16 +97,43 @@ with tempfile.TemporaryDirectory() as d:
     check(left == ["m.gguf.tmp.Ab12C", "m.gguf.tmp.Zz99Zz", "n.gguf.tmp.Ab12Cd"], f"temporaries left: {left}")
 
     # a full standard output is an error for every command (some say so
-    # themselves, the rest main does): exit 1, the last line of stderr says so
+    # themselves, the rest main does): exit 1, and the error is all stderr
+    # says -- no stats or "wrote FILE" line before it (generate and eval
+    # printed their stats line, tokenize --verbose its counts, attention
+    # "wrote FILE"; generate's notes that the context is full are not said
+    # either once the output failed), beyond a note said before any output (profile, bench:
+    # "measuring the machine"; the REPL's greeting); nor is a file written
+    # after it (attention --svg, compare --svg)
+    svg = os.path.join(d, "full.svg")
+    svgdir = os.path.join(d, "svgs")
+    os.mkdir(svgdir)
+    G = ["generate", "-m", M4, "-p", "ROMEO:", "-n", "4", "--seed", "1"]
+    NOTES = (b"tinygpt profile: measuring", b"tinygpt bench: measuring", b"tinygpt generate: interactive")
     with open("/dev/full", "wb") as full:
-        for args in [["--help"], ["--version"], ["inspect", M4], ["inspect", "--json", M4],
-                     ["tokenize", "-p", "Hello world"], ["eval", "-m", M4, "-f", text, "--json"],
-                     ["attention", "-m", M4, "--layer", "0"], ["convert", "--help"],
-                     ["generate", "-m", M4, "-p", "ROMEO:", "-n", "4", "--seed", "1"]]:
-            r = subprocess.run([TG, *args], stdout=full, stderr=subprocess.PIPE, timeout=120)
-            last = r.stderr.rstrip(b"\n").split(b"\n")[-1]
-            check(r.returncode == 1 and last.startswith(b"tinygpt") and b"output" in last,
+        for args in [["--help"], ["--version"], ["help", "eval"], ["inspect", M4], ["inspect", "--json", M4],
+                     ["tokenize", "-p", "Hello world"], ["tokenize", "-p", "Hello world", "--verbose"],
+                     ["tokenize", "-p", "Hello world", "--json"],
+                     ["eval", "-m", M4, "-f", text], ["eval", "-m", M4, "-f", text, "--json"],
+                     ["attention", "-m", M4, "--layer", "0"], ["attention", "-m", M4, "-p", "ROMEO:", "--svg", svg],
+                     ["convert", "--help"], G, G + ["--json"], G + ["--jsonl"], G + ["-s", "2"],
+                     G[:-4] + ["-n", "-1", "--ignore-eos"], G[:-4] + ["-n", "300", "--keep", "0", "--ignore-eos"],
+                     G + ["-i"],
+                     ["compare", M1, M4, "-f", text, "--svg", svgdir], ["compare", M1, M4, "-f", text, "--json"],
+                     ["profile", "-m", M4, "-n", "4", "--no-roofline"], ["bench", "-m", M4, "-p", "8", "-n", "8", "-r", "1"],
+                     ["quantize", "--type", "q8_0", M4, os.path.join(d, "q.gguf")],
+                     ["task", "marked-tuple", "--sample", "2"],
+                     ["eval", "-m", os.path.join(SRC, "weights", "marked-tuple-4h.gguf"), "-n", "8"]]:
+            try:  # -n -1: generation ran on forever into the full output
+                r = subprocess.run([TG, *args], stdout=full, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   timeout=60)
+            except subprocess.TimeoutExpired:
+                check(False, f"{' '.join(args)} > /dev/full: still running after 60 s")
+                continue
+            lines = [l for l in r.stderr.rstrip(b"\n").split(b"\n") if not l.startswith(NOTES)]
+            check(r.returncode == 1 and len(lines) == 1 and lines[0].startswith(b"tinygpt")
+                  and b": writing the standard output failed" in lines[0],
                   f"{' '.join(args)} > /dev/full: exit {r.returncode}, stderr {r.stderr!r}")
+    check(not os.path.exists(svg) and os.listdir(svgdir) == [], "an SVG written after stdout failed")
 
 if failures:
     print(f"{failures} failure(s)")

@@ -62,10 +62,22 @@ with tempfile.TemporaryDirectory() as d:
     expect(["inspect", "/dev/zero"], 1, b"not a regular file")
     expect(["train", "-f", text, "-o", out, "--resume", "/dev/zero"], 1, b"is a character device")
 
-    # a folder that is no Hugging Face folder
+    # a folder that is no Hugging Face folder (empty, or a config.json of
+    # neither kind): the error says what a model can be -- it named only
+    # GGUF files and GPT-2 folders
     empty = os.path.join(d, "empty")
     os.mkdir(empty)
-    expect(["generate", "-m", empty, "-p", "hi", "-n", "1"], 1, b"a folder without vocab.json: not a model")
+    other = os.path.join(d, "other")
+    os.mkdir(other)
+    with open(os.path.join(other, "config.json"), "w") as f:
+        f.write('{"model_type": "mistral"}')
+    ACCEPTED = b"give a GGUF file, a llama2.c .bin checkpoint, or a Hugging Face GPT-2 or Llama folder"
+    for folder in (empty, other):
+        for args in (["generate", "-m", folder, "-p", "hi", "-n", "1"], ["inspect", folder],
+                     ["convert", folder, "-o", out]):
+            expect(args, 1, folder.encode() + b": a folder without vocab.json (GPT-2) or a config.json "
+                   b"naming llama (Llama): not a model (" + ACCEPTED + b")")
+    check(not os.path.exists(out), "convert of no model left an output")
 
     # Hugging Face folders with one member a FIFO: each file in turn
     for member in ["vocab.json", "config.json", "merges.txt", "model.safetensors"]:
