@@ -25,10 +25,11 @@
  *   g.stop = stop, g.n_stop = 1;
  *   tinygpt_generate_text(m, "ROMEO:", 6, &g, on_token, NULL, NULL);
  *
- * A model is loaded from a GGUF file (llama.cpp's gpt2 architecture) or a
- * Hugging Face GPT-2 folder. A `tinygpt` handle holds the weights, the
- * tokenizer, the KV cache, the worker threads and the sampler: use one
- * handle per thread (handles share nothing; the library has no global
+ * A model is loaded from a GGUF file (llama.cpp's gpt2 or llama
+ * architecture) or a Hugging Face GPT-2 or Llama folder with its tokenizer
+ * (a llama2.c .bin holds none: `tinygpt convert --tokenizer` makes it a
+ * GGUF). A `tinygpt` handle holds the weights, the tokenizer, the KV cache,
+ * the worker threads and the sampler: use one handle per thread (handles share nothing; the library has no global
  * mutable state). Functions that can fail return a tinygpt_status; the
  * message of the last failure on a handle is tinygpt_last_error(m).
  *

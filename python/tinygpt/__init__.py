@@ -98,9 +98,9 @@ def _bytes(text):
 
 
 class Model:
-    """A model opened from a GGUF file or a Hugging Face GPT-2 folder, with
-    its tokenizer, KV cache (n_ctx positions; 0 = the model's context;
-    kv_type "f32" or "f16") and threads."""
+    """A model opened from a GGUF file or a Hugging Face GPT-2 or Llama
+    folder, with its tokenizer, KV cache (n_ctx positions; 0 = the model's
+    context; kv_type "f32" or "f16") and threads."""
 
     def __init__(self, path, threads=1, isa=None, n_ctx=0, kv_type=None):
         self._m = None
