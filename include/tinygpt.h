@@ -29,9 +29,10 @@
  * architecture) or a Hugging Face GPT-2 or Llama folder with its tokenizer
  * (a llama2.c .bin holds none: `tinygpt convert --tokenizer` makes it a
  * GGUF). A `tinygpt` handle holds the weights, the tokenizer, the KV cache,
- * the worker threads and the sampler: use one handle per thread (handles share nothing; the library has no global
- * mutable state). Functions that can fail return a tinygpt_status; the
- * message of the last failure on a handle is tinygpt_last_error(m).
+ * the worker threads and the sampler: use one handle per thread (handles
+ * share nothing; the library has no global mutable state). Functions that
+ * can fail return a tinygpt_status; the message of the last failure on a
+ * handle is tinygpt_last_error(m).
  *
  * Ownership and lifetimes: the caller owns every buffer it passes (the
  * library copies what it keeps: stop strings, masks, settings) and frees
