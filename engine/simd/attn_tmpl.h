@@ -31,26 +31,37 @@ static inline vf FN(dot_rows)(const float *q, const float *const row[VL], int hs
     return vsum_lanes(acc);
 }
 
+/* VL elements of a K or V row at element i of p: floats, or IEEE halves
+ * widened in the register (h16, a constant at each call: the f16 KV cache
+ * read where it is, the same values as its widened copy). */
+static inline __attribute__((always_inline)) vf FN(ld_kv)(const void *p, size_t i, const int h16) {
+    return h16 ? vld_h((const uint16_t *)p + i) : vld((const float *)p + i);
+}
+
 /* dot_rows for VL keys stored back to back (ldk == hs), hs a constant at
  * each call site: the keys are one contiguous block at fixed offsets, so no
  * row pointers (which spill at VL = 16) and no loop. Same operations in the
- * same order as dot_rows, so the same bits. */
-static inline __attribute__((always_inline)) vf FN(dot_block)(const float *q, const float *k,
-                                                             const int hs) {
+ * same order as dot_rows, so the same bits (for f16 keys, h16: those of
+ * the widened keys). */
+static inline __attribute__((always_inline)) vf FN(dot_block)(const float *q, const void *k,
+                                                             const int hs, const int h16) {
     vf acc[VL];
     for (int r = 0; r < VL; r++) acc[r] = vzero();
     for (int i = 0; i < hs; i += VL) {
         const vf qv = vld(q + i);
-        for (int r = 0; r < VL; r++) acc[r] = vfma(qv, vld(k + r * hs + i), acc[r]);
+        for (int r = 0; r < VL; r++) acc[r] = vfma(qv, FN(ld_kv)(k, (size_t)r * hs + i, h16), acc[r]);
     }
     return vsum_lanes(acc);
 }
 
-/* Full blocks of VL contiguous keys: s[0, nb·VL). */
+/* Full blocks of VL contiguous keys (floats, or halves if h16): s[0, nb·VL). */
 static inline __attribute__((always_inline)) void
-FN(scores_blocks)(float *s, const float *q, const float *k, int nb, const int hs, vf vscale) {
+FN(scores_blocks)(float *s, const float *q, const void *k, int nb, const int hs, vf vscale,
+                  const int h16) {
+    const size_t esz = h16 ? sizeof(uint16_t) : sizeof(float);
     for (int b = 0; b < nb; b++)
-        vst(s + b * VL, vmul(FN(dot_block)(q, k + (size_t)b * VL * hs, hs), vscale));
+        vst(s + b * VL,
+            vmul(FN(dot_block)(q, (const char *)k + (size_t)b * VL * hs * esz, hs, h16), vscale));
 }
 
 /* Head size VL/2 (8 on AVX-512, a small Llama's heads), keys back to back:
@@ -81,14 +92,14 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
         const int nb = n_pos / VL;
         switch (hs) {
         case 8: /* whole vectors only (AVX2, NEON); AVX-512 took the branch above */
-            if (8 % VL == 0) FN(scores_blocks)(s, q, k, nb, 8, vscale), j0 = nb * VL;
+            if (8 % VL == 0) FN(scores_blocks)(s, q, k, nb, 8, vscale, 0), j0 = nb * VL;
             break;
         case 16:
-            if (16 % VL == 0) FN(scores_blocks)(s, q, k, nb, 16, vscale), j0 = nb * VL;
+            if (16 % VL == 0) FN(scores_blocks)(s, q, k, nb, 16, vscale, 0), j0 = nb * VL;
             break;
-        case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale), j0 = nb * VL; break;
-        case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale), j0 = nb * VL; break;
-        case 128: FN(scores_blocks)(s, q, k, nb, 128, vscale), j0 = nb * VL; break;
+        case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale, 0), j0 = nb * VL; break;
+        case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale, 0), j0 = nb * VL; break;
+        case 128: FN(scores_blocks)(s, q, k, nb, 128, vscale, 0), j0 = nb * VL; break;
         default: break;
         }
     }
@@ -104,6 +115,29 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
     }
 }
 
+/* The head sizes whose whole blocks of keys attn_scores (ldk == hs) runs
+ * on scores_blocks: those blocks may be read as halves (scores_h16). */
+static inline int FN(h16_scores_ok)(int hs) {
+    if (2 * hs == VL) return 0;
+    return hs == 32 || hs == 64 || hs == 128 || (hs == 16 && 16 % VL == 0) ||
+           (hs == 8 && 8 % VL == 0);
+}
+
+/* attn_scores' first nb·VL scores over f16 keys (rows hs apart, hs an
+ * h16_scores_ok size), each key's halves widened in the register: the same
+ * operations, so the same bits, as attn_scores on the widened keys. */
+static void FN(scores_h16)(float *s, const float *q, const uint16_t *k, int nb, int hs,
+                           float scale) {
+    const vf vscale = vset(scale);
+    switch (hs) {
+    case 8: FN(scores_blocks)(s, q, k, nb, 8, vscale, 1); break;
+    case 16: FN(scores_blocks)(s, q, k, nb, 16, vscale, 1); break;
+    case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale, 1); break;
+    case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale, 1); break;
+    default: FN(scores_blocks)(s, q, k, nb, 128, vscale, 1); break;
+    }
+}
+
 /* Columns [0, nv·VL) of o (the last vector masked by `last`):
  *   o = (keep ? o·corr : 0) + Σ_j p[j] · V[j]   over n rows of V, ldk apart.
  * Always inlined with a constant nv, so the accumulators live in registers.
@@ -111,11 +145,13 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
  * they take nu = 8/nv rows of V at a time into nu separate sets of
  * accumulators, added together at the end. */
 static inline __attribute__((always_inline)) void
-FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int nv,
-             vmask last, const int full, float corr, int keep) {
+FN(mix_cols)(float *o, const float *p, const void *v, int n, int ldk, const int nv,
+             vmask last, const int full, float corr, int keep, const int h16) {
     /* full (a constant): the last vector is whole, plain loads (AVX2's
-     * masked load costs more than the FMA it feeds) */
+     * masked load costs more than the FMA it feeds). h16 (a constant): V's
+     * rows are IEEE halves, widened in the register; only with full. */
 #define MIX_LAST_LD(ptr) (full ? vld(ptr) : vld_m((ptr), last))
+#define MIX_V_LAST(i) (full ? FN(ld_kv)(v, (i), h16) : vld_m((const float *)v + (i), last))
     enum { MAX_ACC = 8 };
     const int nu = MAX_ACC / nv;
     vf acc[MAX_ACC]; /* set a, vector u at a·nv + u (nu·nv <= 8: all registers) */
@@ -132,18 +168,18 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
         TG_UNROLL8
         for (int a = 0; a < nu; a++) {
             const vf pj = vset(p[j + a]);
-            const float *vj = v + (size_t)(j + a) * ldk;
+            const size_t vj = (size_t)(j + a) * ldk;
             TG_UNROLL8
             for (int u = 0; u < nv - 1; u++)
-                acc[a * nv + u] = vfma(pj, vld(vj + u * VL), acc[a * nv + u]);
-            acc[a * nv + nv - 1] = vfma(pj, MIX_LAST_LD(vj + (nv - 1) * VL), acc[a * nv + nv - 1]);
+                acc[a * nv + u] = vfma(pj, FN(ld_kv)(v, vj + u * VL, h16), acc[a * nv + u]);
+            acc[a * nv + nv - 1] = vfma(pj, MIX_V_LAST(vj + (nv - 1) * VL), acc[a * nv + nv - 1]);
         }
     for (; j < n; j++) {
         const vf pj = vset(p[j]);
-        const float *vj = v + (size_t)j * ldk;
+        const size_t vj = (size_t)j * ldk;
         TG_UNROLL8
-        for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, vld(vj + u * VL), acc[u]);
-        acc[nv - 1] = vfma(pj, MIX_LAST_LD(vj + (nv - 1) * VL), acc[nv - 1]);
+        for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, FN(ld_kv)(v, vj + u * VL, h16), acc[u]);
+        acc[nv - 1] = vfma(pj, MIX_V_LAST(vj + (nv - 1) * VL), acc[nv - 1]);
     }
     /* Pairwise tree over the sets. Loop bounds constant at each level (a
      * doubling induction variable defeats GCC's complete unrolling, and the
@@ -167,6 +203,7 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
     else
         vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
 #undef MIX_LAST_LD
+#undef MIX_V_LAST
 }
 
 /* mix for head size VL/2 with rows back to back: o[VL/2] = (keep ? o·corr :
@@ -207,24 +244,55 @@ static void FN(mix)(float *o, const float *p, const float *v, int n, int hs, int
         const float *vc = v + c;
         if (w == nv * VL) /* whole vectors: head sizes that are multiples of VL */
             switch (nv) {
-            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 1, corr, keep); break;
-            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 1, corr, keep); break;
-            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 1, corr, keep); break;
-            case 8: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 1, corr, keep); break;
+            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 1, corr, keep, 0); break;
+            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 1, corr, keep, 0); break;
+            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 1, corr, keep, 0); break;
+            case 8: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 1, corr, keep, 0); break;
             default: goto masked;
             }
         else
         masked:
             switch (nv) {
-            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 0, corr, keep); break;
-            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 0, corr, keep); break;
-            case 3: FN(mix_cols)(oc, p, vc, n, ldk, 3, last, 0, corr, keep); break;
-            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 0, corr, keep); break;
-            case 5: FN(mix_cols)(oc, p, vc, n, ldk, 5, last, 0, corr, keep); break;
-            case 6: FN(mix_cols)(oc, p, vc, n, ldk, 6, last, 0, corr, keep); break;
-            case 7: FN(mix_cols)(oc, p, vc, n, ldk, 7, last, 0, corr, keep); break;
-            default: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 0, corr, keep); break;
+            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 0, corr, keep, 0); break;
+            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 0, corr, keep, 0); break;
+            case 3: FN(mix_cols)(oc, p, vc, n, ldk, 3, last, 0, corr, keep, 0); break;
+            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 0, corr, keep, 0); break;
+            case 5: FN(mix_cols)(oc, p, vc, n, ldk, 5, last, 0, corr, keep, 0); break;
+            case 6: FN(mix_cols)(oc, p, vc, n, ldk, 6, last, 0, corr, keep, 0); break;
+            case 7: FN(mix_cols)(oc, p, vc, n, ldk, 7, last, 0, corr, keep, 0); break;
+            default: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 0, corr, keep, 0); break;
             }
+    }
+}
+
+/* The head sizes mix (ldk == hs) runs in whole-vector chunks only (hs a
+ * multiple of VL, every chunk 1, 2, 4 or 8 vectors): mix_h16 may read
+ * their V as halves. */
+static inline int FN(h16_mix_ok)(int hs) {
+    if (hs % VL) return 0;
+    for (int c = 0; c < hs; c += 8 * VL) {
+        const int nv = (hs - c) / VL < 8 ? (hs - c) / VL : 8;
+        if (nv != 1 && nv != 2 && nv != 4 && nv != 8) return 0;
+    }
+    return 1;
+}
+
+/* mix over f16 V rows (hs apart, hs an h16_mix_ok size), each row's halves
+ * widened in the register: the same operations, so the same bits, as mix
+ * on the widened rows. */
+static void FN(mix_h16)(float *o, const float *p, const uint16_t *v, int n, int hs, float corr,
+                        int keep) {
+    const vmask last = vmask_first(VL);
+    for (int c = 0; c < hs; c += 8 * VL) {
+        const int nv = (hs - c) / VL < 8 ? (hs - c) / VL : 8;
+        float *oc = o + c;
+        const uint16_t *vc = v + c;
+        switch (nv) {
+        case 1: FN(mix_cols)(oc, p, vc, n, hs, 1, last, 1, corr, keep, 1); break;
+        case 2: FN(mix_cols)(oc, p, vc, n, hs, 2, last, 1, corr, keep, 1); break;
+        case 4: FN(mix_cols)(oc, p, vc, n, hs, 4, last, 1, corr, keep, 1); break;
+        default: FN(mix_cols)(oc, p, vc, n, hs, 8, last, 1, corr, keep, 1); break;
+        }
     }
 }
 
