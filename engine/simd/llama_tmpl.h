@@ -127,14 +127,14 @@ static void FN(attn_decode_gqa)(float *o, float *p, const float *q, const float 
     for (int j0 = 0; j0 < n_pos; j0 += sch) {
         const int nk = n_pos - j0 < sch ? n_pos - j0 : sch;
         for (int r = 0; r < g; r++)
-            FN(attn_scores)(p + (size_t)r * n_pos + j0, q + (size_t)r * hs, k + (size_t)j0 * hs,
+            FN(attn_scores_pf)(p + (size_t)r * n_pos + j0, q + (size_t)r * hs, k + (size_t)j0 * hs,
                             nk, hs, hs, scale);
     }
     for (int r = 0; r < g; r++) FN(softmax)(p + (size_t)r * n_pos, n_pos);
     for (int j0 = 0; j0 < n_pos; j0 += mch) {
         const int nk = n_pos - j0 < mch ? n_pos - j0 : mch;
         for (int r = 0; r < g; r++)
-            FN(mix)(o + (size_t)r * hs, p + (size_t)r * n_pos + j0, v + (size_t)j0 * hs, nk, hs, hs,
+            FN(mix_pf)(o + (size_t)r * hs, p + (size_t)r * n_pos + j0, v + (size_t)j0 * hs, nk, hs, hs,
                     1.0f, j0 > 0);
     }
 }
