@@ -358,6 +358,20 @@ typedef struct tg_kernels {
                                 float *ws);
     void (*attn_prefill_f16)(float *o, const float *q, const uint16_t *k, const uint16_t *v,
                              int T, int pos0, int hs, int ldq, int ldo, float scale, float *ws);
+
+    /* attn_decode, attn_decode_gqa and attn_decode_gqa_f16 for a KV cache
+     * that is not in cache when read (a model whose weights pass through
+     * the LLC every step): the same results bit for bit, with each head's
+     * K and V rows prefetched ahead (the hardware prefetchers ramp up too
+     * slowly for these short streams). From L1/L2 the prefetches cost
+     * ~10-15%, hence separate entries; the C reference is the same code. */
+    void (*attn_decode_stream)(float *o, float *p, const float *q, const float *k,
+                               const float *v, int n_pos, int hs, int ldk, float scale);
+    void (*attn_decode_gqa_stream)(float *o, float *p, const float *q, const float *k,
+                                   const float *v, int n_pos, int hs, int g, float scale);
+    void (*attn_decode_gqa_f16_stream)(float *o, float *p, const float *q, const uint16_t *k,
+                                       const uint16_t *v, int n_pos, int hs, int g, float scale,
+                                       float *ws);
     /* y[N] = x[N] as IEEE half, round to nearest even (tg_f32_to_f16's
      * values; a NaN stays a NaN): keys and values into an f16 cache. */
     void (*f32_to_f16)(uint16_t *y, const float *x, int n);

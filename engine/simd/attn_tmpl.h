@@ -13,13 +13,15 @@
 #endif
 #define PF_BK 64
 
-/* The decode kernels stream each head's K and V rows from memory (a decode
- * step's weights pass evicts them): a prefetch per 64 bytes KV_PREFETCH
- * ahead of the rows being read keeps more of the stream in flight than the
- * hardware prefetchers do for these short (one head's n_pos rows) streams.
+/* The decode kernels for a cache out of cache (the *_stream entries: a
+ * decode step's weights pass has evicted it) prefetch each head's K and V
+ * rows, one prefetch per 64 bytes KV_PREFETCH ahead of the rows being
+ * read: more of the stream in flight than the hardware prefetchers keep
+ * for these short (one head's n_pos rows) streams.
  * bench_kv16 1024 64 144 1 (gpt2-small's cache at its context, from DRAM),
  * Zen 5 AVX-512, CPU time: f32 3.1-3.7 -> 2.1-2.8 ms at 4 KB (2 and 8 KB
- * less); P = 100 (L3) 0.19-0.22 -> 0.12-0.15 ms. A prefetch never faults,
+ * less); P = 100 (L3) 0.19-0.22 -> 0.12-0.15 ms; but from L1/L2
+ * (bench_kernels --kernel attn) 10-15% slower. A prefetch never faults,
  * so asking past the cache's end is harmless. Not in the prefill, whose
  * blocks of keys are reused by a block of queries. */
 #define KV_PREFETCH 4096
@@ -153,17 +155,18 @@ static inline int FN(h16_scores_ok)(int hs) {
 
 /* attn_scores' first nb·VL scores over f16 keys (rows hs apart, hs an
  * h16_scores_ok size), each key's halves widened in the register: the same
- * operations, so the same bits, as attn_scores on the widened keys (for the
- * decode: prefetched ahead). */
-static void FN(scores_h16)(float *s, const float *q, const uint16_t *k, int nb, int hs,
-                           float scale) {
+ * operations, so the same bits, as attn_scores on the widened keys; pf (a
+ * constant): prefetched ahead. */
+static inline __attribute__((always_inline)) void
+FN(scores_h16)(float *s, const float *q, const uint16_t *k, int nb, int hs, float scale,
+               const int pf) {
     const vf vscale = vset(scale);
     switch (hs) {
-    case 8: FN(scores_blocks)(s, q, k, nb, 8, vscale, 1, 1); break;
-    case 16: FN(scores_blocks)(s, q, k, nb, 16, vscale, 1, 1); break;
-    case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale, 1, 1); break;
-    case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale, 1, 1); break;
-    default: FN(scores_blocks)(s, q, k, nb, 128, vscale, 1, 1); break;
+    case 8: FN(scores_blocks)(s, q, k, nb, 8, vscale, 1, pf); break;
+    case 16: FN(scores_blocks)(s, q, k, nb, 16, vscale, 1, pf); break;
+    case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale, 1, pf); break;
+    case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale, 1, pf); break;
+    default: FN(scores_blocks)(s, q, k, nb, 128, vscale, 1, pf); break;
     }
 }
 
@@ -324,19 +327,20 @@ static inline int FN(h16_mix_ok)(int hs) {
 
 /* mix over f16 V rows (hs apart, hs an h16_mix_ok size), each row's halves
  * widened in the register: the same operations, so the same bits, as mix
- * on the widened rows (for the decode: prefetched ahead). */
-static void FN(mix_h16)(float *o, const float *p, const uint16_t *v, int n, int hs, float corr,
-                        int keep) {
+ * on the widened rows; pf (a constant): prefetched ahead. */
+static inline __attribute__((always_inline)) void
+FN(mix_h16)(float *o, const float *p, const uint16_t *v, int n, int hs, float corr, int keep,
+            const int pf) {
     const vmask last = vmask_first(VL);
     for (int c = 0; c < hs; c += 8 * VL) {
         const int nv = (hs - c) / VL < 8 ? (hs - c) / VL : 8;
         float *oc = o + c;
         const uint16_t *vc = v + c;
         switch (nv) {
-        case 1: FN(mix_cols)(oc, p, vc, n, hs, 1, last, 1, corr, keep, 1, 1); break;
-        case 2: FN(mix_cols)(oc, p, vc, n, hs, 2, last, 1, corr, keep, 1, 1); break;
-        case 4: FN(mix_cols)(oc, p, vc, n, hs, 4, last, 1, corr, keep, 1, 1); break;
-        default: FN(mix_cols)(oc, p, vc, n, hs, 8, last, 1, corr, keep, 1, 1); break;
+        case 1: FN(mix_cols)(oc, p, vc, n, hs, 1, last, 1, corr, keep, 1, pf); break;
+        case 2: FN(mix_cols)(oc, p, vc, n, hs, 2, last, 1, corr, keep, 1, pf); break;
+        case 4: FN(mix_cols)(oc, p, vc, n, hs, 4, last, 1, corr, keep, 1, pf); break;
+        default: FN(mix_cols)(oc, p, vc, n, hs, 8, last, 1, corr, keep, 1, pf); break;
         }
     }
 }
@@ -347,12 +351,28 @@ static void FN(attn_mix)(float *o, const float *p, const float *v, int n_pos, in
     FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
 }
 
-/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights */
+/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights;
+ * pf (a constant): K and V prefetched ahead (attn_decode_stream) */
+static inline __attribute__((always_inline)) void
+FN(decode_any)(float *o, float *p, const float *q, const float *k, const float *v, int n_pos,
+               int hs, int ldk, float scale, const int pf) {
+    if (pf)
+        FN(attn_scores_pf)(p, q, k, n_pos, hs, ldk, scale);
+    else
+        FN(attn_scores)(p, q, k, n_pos, hs, ldk, scale);
+    FN(softmax)(p, n_pos);
+    if (pf)
+        FN(mix_pf)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+    else
+        FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+}
 static void FN(attn_decode)(float *o, float *p, const float *q, const float *k,
                             const float *v, int n_pos, int hs, int ldk, float scale) {
-    FN(attn_scores_pf)(p, q, k, n_pos, hs, ldk, scale);
-    FN(softmax)(p, n_pos);
-    FN(mix_pf)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+    FN(decode_any)(o, p, q, k, v, n_pos, hs, ldk, scale, 0);
+}
+static void FN(attn_decode_stream)(float *o, float *p, const float *q, const float *k,
+                                   const float *v, int n_pos, int hs, int ldk, float scale) {
+    FN(decode_any)(o, p, q, k, v, n_pos, hs, ldk, scale, 1);
 }
 
 /* s[N] = exp(s - m) in place; returns Σ s. m is finite. */
