@@ -145,11 +145,13 @@ static void FN(attn_scores_pf)(float *s, const float *q, const float *k, int n_p
     FN(scores_any)(s, q, k, n_pos, hs, ldk, scale, 1);
 }
 
-/* The head sizes whose whole blocks of keys attn_scores (ldk == hs) runs
- * on scores_blocks: those blocks may be read as halves (scores_h16). */
+/* The head sizes whose whole blocks of keys scores_h16 reads as halves:
+ * those attn_scores (ldk == hs) runs on scores_blocks, and 48 (stories15M),
+ * where attn_scores' dot_rows does the same operations per key as
+ * dot_block (whole vectors, no tail). */
 static inline int FN(h16_scores_ok)(int hs) {
     if (2 * hs == VL) return 0;
-    return hs == 32 || hs == 64 || hs == 128 || (hs == 16 && 16 % VL == 0) ||
+    return hs == 32 || hs == 48 || hs == 64 || hs == 128 || (hs == 16 && 16 % VL == 0) ||
            (hs == 8 && 8 % VL == 0);
 }
 
@@ -165,6 +167,7 @@ FN(scores_h16)(float *s, const float *q, const uint16_t *k, int nb, int hs, floa
     case 8: FN(scores_blocks)(s, q, k, nb, 8, vscale, 1, pf); break;
     case 16: FN(scores_blocks)(s, q, k, nb, 16, vscale, 1, pf); break;
     case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale, 1, pf); break;
+    case 48: FN(scores_blocks)(s, q, k, nb, 48, vscale, 1, pf); break;
     case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale, 1, pf); break;
     default: FN(scores_blocks)(s, q, k, nb, 128, vscale, 1, pf); break;
     }
@@ -313,17 +316,10 @@ static void FN(mix_pf)(float *o, const float *p, const float *v, int n, int hs, 
     FN(mix_any)(o, p, v, n, hs, ldk, corr, keep, 1);
 }
 
-/* The head sizes mix (ldk == hs) runs in whole-vector chunks only (hs a
- * multiple of VL, every chunk 1, 2, 4 or 8 vectors): mix_h16 may read
- * their V as halves. */
-static inline int FN(h16_mix_ok)(int hs) {
-    if (hs % VL) return 0;
-    for (int c = 0; c < hs; c += 8 * VL) {
-        const int nv = (hs - c) / VL < 8 ? (hs - c) / VL : 8;
-        if (nv != 1 && nv != 2 && nv != 4 && nv != 8) return 0;
-    }
-    return 1;
-}
+/* The head sizes whose V mix_h16 reads as halves: multiples of VL (mix's
+ * chunks of 3, 5, 6 or 7 whole vectors take its masked loads under an
+ * all-lanes mask: the same values, the same FMAs as plain loads). */
+static inline int FN(h16_mix_ok)(int hs) { return hs % VL == 0; }
 
 /* mix over f16 V rows (hs apart, hs an h16_mix_ok size), each row's halves
  * widened in the register: the same operations, so the same bits, as mix
@@ -339,7 +335,11 @@ FN(mix_h16)(float *o, const float *p, const uint16_t *v, int n, int hs, float co
         switch (nv) {
         case 1: FN(mix_cols)(oc, p, vc, n, hs, 1, last, 1, corr, keep, 1, pf); break;
         case 2: FN(mix_cols)(oc, p, vc, n, hs, 2, last, 1, corr, keep, 1, pf); break;
+        case 3: FN(mix_cols)(oc, p, vc, n, hs, 3, last, 1, corr, keep, 1, pf); break;
         case 4: FN(mix_cols)(oc, p, vc, n, hs, 4, last, 1, corr, keep, 1, pf); break;
+        case 5: FN(mix_cols)(oc, p, vc, n, hs, 5, last, 1, corr, keep, 1, pf); break;
+        case 6: FN(mix_cols)(oc, p, vc, n, hs, 6, last, 1, corr, keep, 1, pf); break;
+        case 7: FN(mix_cols)(oc, p, vc, n, hs, 7, last, 1, corr, keep, 1, pf); break;
         default: FN(mix_cols)(oc, p, vc, n, hs, 8, last, 1, corr, keep, 1, pf); break;
         }
     }

@@ -652,7 +652,7 @@ Test(attn, decode_gqa_f16) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int groups[] = {1, 2, 4};
-    static const int hss[] = {1, 4, 8, 16, 24, 33, 64, 128};
+    static const int hss[] = {1, 4, 8, 16, 24, 33, 48, 64, 80, 128};
     static const int ps[] = {1, 2, 17, 63, 64, 65, 129, 512};
     for (int gi = 0; gi < LEN(groups); gi++)
         for (int hi = 0; hi < LEN(hss); hi++)
