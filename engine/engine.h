@@ -345,17 +345,33 @@ typedef struct tg_kernels {
 
     /* ---- The f16 KV cache ---------------------------------------------------
      * The same contracts as attn_decode_gqa and attn_prefill (head-major
-     * rows, ldk == hs) with K and V stored as IEEE half: the kernels widen
-     * them to f32 a block of keys at a time into ws (TG_KV16_WS(hs) floats
-     * of caller scratch: TG_KV16_BLOCK keys of K and V, or 2·TG_KV16_BLOCK
-     * of one) and run the f32 code on the block, so a
-     * SIMD result is bit-identical to its f32 kernel on the widened K/V
-     * (for G == 1 on attn_decode_gqa's chunking). */
+     * rows, ldk == hs) with K and V stored as IEEE half: the SIMD decode
+     * widens the halves in the register inside its score and mix loops (the
+     * common head sizes) or a block of keys at a time into ws, the prefill
+     * a block at a time into ws (TG_KV16_WS(hs) floats of caller scratch:
+     * TG_KV16_BLOCK keys of K and V, or 2·TG_KV16_BLOCK of one), running the
+     * f32 code's operations either way, so a SIMD result is bit-identical
+     * to its f32 kernel on the widened K/V (for G == 1 on attn_decode_gqa's
+     * chunking). */
     void (*attn_decode_gqa_f16)(float *o, float *p, const float *q, const uint16_t *k,
                                 const uint16_t *v, int n_pos, int hs, int g, float scale,
                                 float *ws);
     void (*attn_prefill_f16)(float *o, const float *q, const uint16_t *k, const uint16_t *v,
                              int T, int pos0, int hs, int ldq, int ldo, float scale, float *ws);
+
+    /* attn_decode, attn_decode_gqa and attn_decode_gqa_f16 for a KV cache
+     * that is not in cache when read (a model whose weights pass through
+     * the LLC every step): the same results bit for bit, with each head's
+     * K and V rows prefetched ahead (the hardware prefetchers ramp up too
+     * slowly for these short streams). From L1/L2 the prefetches cost
+     * ~10-15%, hence separate entries; the C reference is the same code. */
+    void (*attn_decode_stream)(float *o, float *p, const float *q, const float *k,
+                               const float *v, int n_pos, int hs, int ldk, float scale);
+    void (*attn_decode_gqa_stream)(float *o, float *p, const float *q, const float *k,
+                                   const float *v, int n_pos, int hs, int g, float scale);
+    void (*attn_decode_gqa_f16_stream)(float *o, float *p, const float *q, const uint16_t *k,
+                                       const uint16_t *v, int n_pos, int hs, int g, float scale,
+                                       float *ws);
     /* y[N] = x[N] as IEEE half, round to nearest even (tg_f32_to_f16's
      * values; a NaN stays a NaN): keys and values into an f16 cache. */
     void (*f32_to_f16)(uint16_t *y, const float *x, int n);

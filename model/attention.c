@@ -92,8 +92,9 @@ static void attend_fused(const attn_job *j, int h, int t0, int t1, int ith) {
     if (g->kv_type == TG_WTYPE_F16) {
         const uint16_t *kh = g->k_h + at, *vh = g->v_h + at;
         if (j->T == 1)
-            k->attn_decode_gqa_f16(o, g->p + (size_t)ith * j->group * g->n_ctx, q, kh, vh,
-                                   j->pos + 1, HS, 1, j->scale, kv16_ws(g, ith));
+            (g->kv_stream ? k->attn_decode_gqa_f16_stream : k->attn_decode_gqa_f16)(
+                o, g->p + (size_t)ith * j->group * g->n_ctx, q, kh, vh, j->pos + 1, HS, 1,
+                j->scale, kv16_ws(g, ith));
         else
             k->attn_prefill_f16(o, q, kh, vh, t1 - t0, j->pos + t0, HS, j->ldq, ldo, j->scale,
                                 kv16_ws(g, ith));
@@ -101,8 +102,8 @@ static void attend_fused(const attn_job *j, int h, int t0, int t1, int ith) {
     }
     const float *kc = g->k_cache + at, *vc = g->v_cache + at;
     if (j->T == 1)
-        k->attn_decode(o, g->p + (size_t)ith * j->group * g->n_ctx, q, kc, vc, j->pos + 1, HS, HS,
-                       j->scale);
+        (g->kv_stream ? k->attn_decode_stream : k->attn_decode)(
+            o, g->p + (size_t)ith * j->group * g->n_ctx, q, kc, vc, j->pos + 1, HS, HS, j->scale);
     else
         k->attn_prefill(o, q, kc, vc, t1 - t0, j->pos + t0, HS, j->ldq, HS, ldo, j->scale);
 }
@@ -115,13 +116,15 @@ static void attn_group_range(void *ctx, int i0, int i1, int ith) {
     for (int kh = i0; kh < i1; kh++) {
         size_t at = kv_at(g, j->layer, kh * G, G);
         if (g->kv_type == TG_WTYPE_F16) {
-            g->eng.k.attn_decode_gqa_f16(g->att + (size_t)kh * G * HS,
+            (g->kv_stream ? g->eng.k.attn_decode_gqa_f16_stream : g->eng.k.attn_decode_gqa_f16)(
+                                         g->att + (size_t)kh * G * HS,
                                          g->p + (size_t)ith * G * g->n_ctx, j->q + (size_t)kh * G * HS,
                                          g->k_h + at, g->v_h + at, j->pos + 1, HS, G, j->scale,
                                          kv16_ws(g, ith));
             continue;
         }
-        g->eng.k.attn_decode_gqa(g->att + (size_t)kh * G * HS, g->p + (size_t)ith * G * g->n_ctx,
+        (g->kv_stream ? g->eng.k.attn_decode_gqa_stream : g->eng.k.attn_decode_gqa)(
+                                 g->att + (size_t)kh * G * HS, g->p + (size_t)ith * G * g->n_ctx,
                                  j->q + (size_t)kh * G * HS, g->k_cache + at, g->v_cache + at,
                                  j->pos + 1, HS, G, j->scale);
     }

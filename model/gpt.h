@@ -72,7 +72,8 @@ typedef struct tg_gpt_opts {
     int n_ctx;          /* KV cache length; 0 = the model's context */
     tg_wtype kv_type;   /* KV cache elements: TG_WTYPE_F32 (0, the default) or
                            TG_WTYPE_F16 (half the bytes; attention widens
-                           them block by block); any other is TG_ERR_ARG */
+                           them as it loads them, or block by block); any
+                           other is TG_ERR_ARG */
 } tg_gpt_opts;
 
 typedef struct tg_gpt tg_gpt; /* engine, pool, weights view, KV cache, scratch */

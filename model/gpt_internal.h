@@ -31,6 +31,8 @@ struct tg_gpt {
                                  and [n_threads, 2·C·HS] a whole head widened
                                  for the probed (unfused) path */
     int n_pos;                /* P: positions 0..P-1 of the cache are filled */
+    int kv_stream;            /* a decode step's weights exceed the LLC, so the cache
+                                 is read from memory: the *_stream attention kernels */
 
     /* Activations for up to cap_t tokens (grown on demand, at most C). */
     int cap_t;

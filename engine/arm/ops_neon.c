@@ -21,6 +21,9 @@ void tg_kernels_init_ops_neon(tg_kernels *k) {
     k->rope = rope_neon;
     k->attn_decode_gqa = attn_decode_gqa_neon;
     k->attn_decode_gqa_f16 = attn_decode_gqa_f16_neon;
+    k->attn_decode_stream = attn_decode_stream_neon;
+    k->attn_decode_gqa_stream = attn_decode_gqa_stream_neon;
+    k->attn_decode_gqa_f16_stream = attn_decode_gqa_f16_stream_neon;
     k->attn_prefill_f16 = attn_prefill_f16_neon;
     k->f32_to_f16 = f32_to_f16_neon;
 }

@@ -257,6 +257,9 @@ void tg_kernels_init_ref(tg_kernels *k) {
     k->attn_decode_gqa = attn_decode_gqa_ref;
     k->attn_decode_gqa_f16 = attn_decode_gqa_f16_ref;
     k->attn_prefill_f16 = attn_prefill_f16_ref;
+    k->attn_decode_stream = attn_decode_ref;
+    k->attn_decode_gqa_stream = attn_decode_gqa_ref;
+    k->attn_decode_gqa_f16_stream = attn_decode_gqa_f16_ref;
     k->f32_to_f16 = f32_to_f16_ref;
     tg_kernels_init_train_ref(k);
     tg_kernels_init_quant_ref(k);

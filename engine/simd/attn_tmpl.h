@@ -13,6 +13,22 @@
 #endif
 #define PF_BK 64
 
+/* The decode kernels for a cache out of cache (the *_stream entries: a
+ * decode step's weights pass has evicted it) prefetch each head's K and V
+ * rows, one prefetch per 64 bytes KV_PREFETCH ahead of the rows being
+ * read: more of the stream in flight than the hardware prefetchers keep
+ * for these short (one head's n_pos rows) streams.
+ * bench_kv16 1024 64 144 1 (gpt2-small's cache at its context, from DRAM),
+ * Zen 5 AVX-512, CPU time: f32 3.1-3.7 -> 2.1-2.8 ms at 4 KB (2 and 8 KB
+ * less); P = 100 (L3) 0.19-0.22 -> 0.12-0.15 ms; but from L1/L2
+ * (bench_kernels --kernel attn) 10-15% slower. A prefetch never faults,
+ * so asking past the cache's end is harmless. Not in the prefill, whose
+ * blocks of keys are reused by a block of queries. */
+#define KV_PREFETCH 4096
+static inline __attribute__((always_inline)) void FN(prefetch_kv)(const void *p, size_t bytes) {
+    for (size_t c = 0; c < bytes; c += 64) __builtin_prefetch((const char *)p + KV_PREFETCH + c, 0, 3);
+}
+
 /* Scores of one query against up to VL keys: lane r = q[HS] · row[r][HS].
  * Callers with fewer than VL keys repeat the last row and drop those lanes. */
 static inline vf FN(dot_rows)(const float *q, const float *const row[VL], int hs) {
@@ -31,26 +47,40 @@ static inline vf FN(dot_rows)(const float *q, const float *const row[VL], int hs
     return vsum_lanes(acc);
 }
 
+/* VL elements of a K or V row at element i of p: floats, or IEEE halves
+ * widened in the register (h16, a constant at each call: the f16 KV cache
+ * read where it is, the same values as its widened copy). */
+static inline __attribute__((always_inline)) vf FN(ld_kv)(const void *p, size_t i, const int h16) {
+    return h16 ? vld_h((const uint16_t *)p + i) : vld((const float *)p + i);
+}
+
 /* dot_rows for VL keys stored back to back (ldk == hs), hs a constant at
  * each call site: the keys are one contiguous block at fixed offsets, so no
  * row pointers (which spill at VL = 16) and no loop. Same operations in the
- * same order as dot_rows, so the same bits. */
-static inline __attribute__((always_inline)) vf FN(dot_block)(const float *q, const float *k,
-                                                             const int hs) {
+ * same order as dot_rows, so the same bits (for f16 keys, h16: those of
+ * the widened keys). */
+static inline __attribute__((always_inline)) vf FN(dot_block)(const float *q, const void *k,
+                                                             const int hs, const int h16) {
     vf acc[VL];
     for (int r = 0; r < VL; r++) acc[r] = vzero();
     for (int i = 0; i < hs; i += VL) {
         const vf qv = vld(q + i);
-        for (int r = 0; r < VL; r++) acc[r] = vfma(qv, vld(k + r * hs + i), acc[r]);
+        for (int r = 0; r < VL; r++) acc[r] = vfma(qv, FN(ld_kv)(k, (size_t)r * hs + i, h16), acc[r]);
     }
     return vsum_lanes(acc);
 }
 
-/* Full blocks of VL contiguous keys: s[0, nb·VL). */
+/* Full blocks of VL contiguous keys (floats, or halves if h16): s[0, nb·VL);
+ * pf (a constant): prefetch KV_PREFETCH ahead (the decode). */
 static inline __attribute__((always_inline)) void
-FN(scores_blocks)(float *s, const float *q, const float *k, int nb, const int hs, vf vscale) {
-    for (int b = 0; b < nb; b++)
-        vst(s + b * VL, vmul(FN(dot_block)(q, k + (size_t)b * VL * hs, hs), vscale));
+FN(scores_blocks)(float *s, const float *q, const void *k, int nb, const int hs, vf vscale,
+                  const int h16, const int pf) {
+    const size_t esz = h16 ? sizeof(uint16_t) : sizeof(float), blk = (size_t)VL * hs * esz;
+    for (int b = 0; b < nb; b++) {
+        const char *kb = (const char *)k + (size_t)b * blk;
+        if (pf) FN(prefetch_kv)(kb, blk);
+        vst(s + b * VL, vmul(FN(dot_block)(q, kb, hs, h16), vscale));
+    }
 }
 
 /* Head size VL/2 (8 on AVX-512, a small Llama's heads), keys back to back:
@@ -69,9 +99,10 @@ static void FN(scores_halves)(float *s, const float *q, const float *k, int nb, 
     }
 }
 
-/* s[P] = q[HS] · K[P,HS]ᵀ · scale */
-static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
-                            int hs, int ldk, float scale) {
+/* s[P] = q[HS] · K[P,HS]ᵀ · scale; pf (a constant): prefetch K's rows ahead */
+static inline __attribute__((always_inline)) void
+FN(scores_any)(float *s, const float *q, const float *k, int n_pos, int hs, int ldk, float scale,
+               const int pf) {
     const vf vscale = vset(scale);
     int j0 = 0;
     if (ldk == hs && 2 * hs == VL) {
@@ -81,14 +112,14 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
         const int nb = n_pos / VL;
         switch (hs) {
         case 8: /* whole vectors only (AVX2, NEON); AVX-512 took the branch above */
-            if (8 % VL == 0) FN(scores_blocks)(s, q, k, nb, 8, vscale), j0 = nb * VL;
+            if (8 % VL == 0) FN(scores_blocks)(s, q, k, nb, 8, vscale, 0, pf), j0 = nb * VL;
             break;
         case 16:
-            if (16 % VL == 0) FN(scores_blocks)(s, q, k, nb, 16, vscale), j0 = nb * VL;
+            if (16 % VL == 0) FN(scores_blocks)(s, q, k, nb, 16, vscale, 0, pf), j0 = nb * VL;
             break;
-        case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale), j0 = nb * VL; break;
-        case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale), j0 = nb * VL; break;
-        case 128: FN(scores_blocks)(s, q, k, nb, 128, vscale), j0 = nb * VL; break;
+        case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale, 0, pf), j0 = nb * VL; break;
+        case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale, 0, pf), j0 = nb * VL; break;
+        case 128: FN(scores_blocks)(s, q, k, nb, 128, vscale, 0, pf), j0 = nb * VL; break;
         default: break;
         }
     }
@@ -104,6 +135,44 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
     }
 }
 
+static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos, int hs, int ldk,
+                            float scale) {
+    FN(scores_any)(s, q, k, n_pos, hs, ldk, scale, 0);
+}
+/* attn_scores for the decode: K's rows prefetched ahead (the same results) */
+static void FN(attn_scores_pf)(float *s, const float *q, const float *k, int n_pos, int hs,
+                               int ldk, float scale) {
+    FN(scores_any)(s, q, k, n_pos, hs, ldk, scale, 1);
+}
+
+/* The head sizes whose whole blocks of keys scores_h16 reads as halves:
+ * those attn_scores (ldk == hs) runs on scores_blocks, and 48 (stories15M),
+ * where attn_scores' dot_rows does the same operations per key as
+ * dot_block (whole vectors, no tail). */
+static inline int FN(h16_scores_ok)(int hs) {
+    if (2 * hs == VL) return 0;
+    return hs == 32 || hs == 48 || hs == 64 || hs == 128 || (hs == 16 && 16 % VL == 0) ||
+           (hs == 8 && 8 % VL == 0);
+}
+
+/* attn_scores' first nb·VL scores over f16 keys (rows hs apart, hs an
+ * h16_scores_ok size), each key's halves widened in the register: the same
+ * operations, so the same bits, as attn_scores on the widened keys; pf (a
+ * constant): prefetched ahead. */
+static inline __attribute__((always_inline)) void
+FN(scores_h16)(float *s, const float *q, const uint16_t *k, int nb, int hs, float scale,
+               const int pf) {
+    const vf vscale = vset(scale);
+    switch (hs) {
+    case 8: FN(scores_blocks)(s, q, k, nb, 8, vscale, 1, pf); break;
+    case 16: FN(scores_blocks)(s, q, k, nb, 16, vscale, 1, pf); break;
+    case 32: FN(scores_blocks)(s, q, k, nb, 32, vscale, 1, pf); break;
+    case 48: FN(scores_blocks)(s, q, k, nb, 48, vscale, 1, pf); break;
+    case 64: FN(scores_blocks)(s, q, k, nb, 64, vscale, 1, pf); break;
+    default: FN(scores_blocks)(s, q, k, nb, 128, vscale, 1, pf); break;
+    }
+}
+
 /* Columns [0, nv·VL) of o (the last vector masked by `last`):
  *   o = (keep ? o·corr : 0) + Σ_j p[j] · V[j]   over n rows of V, ldk apart.
  * Always inlined with a constant nv, so the accumulators live in registers.
@@ -111,11 +180,15 @@ static void FN(attn_scores)(float *s, const float *q, const float *k, int n_pos,
  * they take nu = 8/nv rows of V at a time into nu separate sets of
  * accumulators, added together at the end. */
 static inline __attribute__((always_inline)) void
-FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int nv,
-             vmask last, const int full, float corr, int keep) {
+FN(mix_cols)(float *o, const float *p, const void *v, int n, int ldk, const int nv,
+             vmask last, const int full, float corr, int keep, const int h16, const int pf) {
     /* full (a constant): the last vector is whole, plain loads (AVX2's
-     * masked load costs more than the FMA it feeds) */
+     * masked load costs more than the FMA it feeds). h16 (a constant): V's
+     * rows are IEEE halves, widened in the register; only with full. pf (a
+     * constant): each row's columns prefetched KV_PREFETCH ahead. */
+    const size_t esz = h16 ? sizeof(uint16_t) : sizeof(float);
 #define MIX_LAST_LD(ptr) (full ? vld(ptr) : vld_m((ptr), last))
+#define MIX_V_LAST(i) (full ? FN(ld_kv)(v, (i), h16) : vld_m((const float *)v + (i), last))
     enum { MAX_ACC = 8 };
     const int nu = MAX_ACC / nv;
     vf acc[MAX_ACC]; /* set a, vector u at a·nv + u (nu·nv <= 8: all registers) */
@@ -132,18 +205,20 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
         TG_UNROLL8
         for (int a = 0; a < nu; a++) {
             const vf pj = vset(p[j + a]);
-            const float *vj = v + (size_t)(j + a) * ldk;
+            const size_t vj = (size_t)(j + a) * ldk;
+            if (pf) FN(prefetch_kv)((const char *)v + vj * esz, (size_t)nv * VL * esz);
             TG_UNROLL8
             for (int u = 0; u < nv - 1; u++)
-                acc[a * nv + u] = vfma(pj, vld(vj + u * VL), acc[a * nv + u]);
-            acc[a * nv + nv - 1] = vfma(pj, MIX_LAST_LD(vj + (nv - 1) * VL), acc[a * nv + nv - 1]);
+                acc[a * nv + u] = vfma(pj, FN(ld_kv)(v, vj + u * VL, h16), acc[a * nv + u]);
+            acc[a * nv + nv - 1] = vfma(pj, MIX_V_LAST(vj + (nv - 1) * VL), acc[a * nv + nv - 1]);
         }
     for (; j < n; j++) {
         const vf pj = vset(p[j]);
-        const float *vj = v + (size_t)j * ldk;
+        const size_t vj = (size_t)j * ldk;
+        if (pf) FN(prefetch_kv)((const char *)v + vj * esz, (size_t)nv * VL * esz);
         TG_UNROLL8
-        for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, vld(vj + u * VL), acc[u]);
-        acc[nv - 1] = vfma(pj, MIX_LAST_LD(vj + (nv - 1) * VL), acc[nv - 1]);
+        for (int u = 0; u < nv - 1; u++) acc[u] = vfma(pj, FN(ld_kv)(v, vj + u * VL, h16), acc[u]);
+        acc[nv - 1] = vfma(pj, MIX_V_LAST(vj + (nv - 1) * VL), acc[nv - 1]);
     }
     /* Pairwise tree over the sets. Loop bounds constant at each level (a
      * doubling induction variable defeats GCC's complete unrolling, and the
@@ -167,6 +242,7 @@ FN(mix_cols)(float *o, const float *p, const float *v, int n, int ldk, const int
     else
         vst_m(o + (nv - 1) * VL, last, acc[nv - 1]);
 #undef MIX_LAST_LD
+#undef MIX_V_LAST
 }
 
 /* mix for head size VL/2 with rows back to back: o[VL/2] = (keep ? o·corr :
@@ -192,9 +268,11 @@ static void FN(mix_halves)(float *o, const float *p, const float *v, int n, floa
 }
 
 /* o[HS] = (keep ? o·corr : 0) + p[P] · V[P,HS], in column chunks of up to 8
- * vectors: each chunk is one pass over the rows of V. */
-static void FN(mix)(float *o, const float *p, const float *v, int n, int hs, int ldk,
-                    float corr, int keep) {
+ * vectors: each chunk is one pass over the rows of V. pf (a constant): V's
+ * rows prefetched ahead (the decode). */
+static inline __attribute__((always_inline)) void
+FN(mix_any)(float *o, const float *p, const float *v, int n, int hs, int ldk, float corr,
+            int keep, const int pf) {
     if (2 * hs == VL && ldk == hs) {
         FN(mix_halves)(o, p, v, n, corr, keep);
         return;
@@ -207,24 +285,63 @@ static void FN(mix)(float *o, const float *p, const float *v, int n, int hs, int
         const float *vc = v + c;
         if (w == nv * VL) /* whole vectors: head sizes that are multiples of VL */
             switch (nv) {
-            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 1, corr, keep); break;
-            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 1, corr, keep); break;
-            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 1, corr, keep); break;
-            case 8: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 1, corr, keep); break;
+            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 1, corr, keep, 0, pf); break;
+            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 1, corr, keep, 0, pf); break;
+            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 1, corr, keep, 0, pf); break;
+            case 8: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 1, corr, keep, 0, pf); break;
             default: goto masked;
             }
         else
         masked:
             switch (nv) {
-            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 0, corr, keep); break;
-            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 0, corr, keep); break;
-            case 3: FN(mix_cols)(oc, p, vc, n, ldk, 3, last, 0, corr, keep); break;
-            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 0, corr, keep); break;
-            case 5: FN(mix_cols)(oc, p, vc, n, ldk, 5, last, 0, corr, keep); break;
-            case 6: FN(mix_cols)(oc, p, vc, n, ldk, 6, last, 0, corr, keep); break;
-            case 7: FN(mix_cols)(oc, p, vc, n, ldk, 7, last, 0, corr, keep); break;
-            default: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 0, corr, keep); break;
+            case 1: FN(mix_cols)(oc, p, vc, n, ldk, 1, last, 0, corr, keep, 0, pf); break;
+            case 2: FN(mix_cols)(oc, p, vc, n, ldk, 2, last, 0, corr, keep, 0, pf); break;
+            case 3: FN(mix_cols)(oc, p, vc, n, ldk, 3, last, 0, corr, keep, 0, pf); break;
+            case 4: FN(mix_cols)(oc, p, vc, n, ldk, 4, last, 0, corr, keep, 0, pf); break;
+            case 5: FN(mix_cols)(oc, p, vc, n, ldk, 5, last, 0, corr, keep, 0, pf); break;
+            case 6: FN(mix_cols)(oc, p, vc, n, ldk, 6, last, 0, corr, keep, 0, pf); break;
+            case 7: FN(mix_cols)(oc, p, vc, n, ldk, 7, last, 0, corr, keep, 0, pf); break;
+            default: FN(mix_cols)(oc, p, vc, n, ldk, 8, last, 0, corr, keep, 0, pf); break;
             }
+    }
+}
+
+static void FN(mix)(float *o, const float *p, const float *v, int n, int hs, int ldk,
+                    float corr, int keep) {
+    FN(mix_any)(o, p, v, n, hs, ldk, corr, keep, 0);
+}
+/* mix for the decode: V's rows prefetched ahead (the same results) */
+static void FN(mix_pf)(float *o, const float *p, const float *v, int n, int hs, int ldk,
+                       float corr, int keep) {
+    FN(mix_any)(o, p, v, n, hs, ldk, corr, keep, 1);
+}
+
+/* The head sizes whose V mix_h16 reads as halves: multiples of VL (mix's
+ * chunks of 3, 5, 6 or 7 whole vectors take its masked loads under an
+ * all-lanes mask: the same values, the same FMAs as plain loads). */
+static inline int FN(h16_mix_ok)(int hs) { return hs % VL == 0; }
+
+/* mix over f16 V rows (hs apart, hs an h16_mix_ok size), each row's halves
+ * widened in the register: the same operations, so the same bits, as mix
+ * on the widened rows; pf (a constant): prefetched ahead. */
+static inline __attribute__((always_inline)) void
+FN(mix_h16)(float *o, const float *p, const uint16_t *v, int n, int hs, float corr, int keep,
+            const int pf) {
+    const vmask last = vmask_first(VL);
+    for (int c = 0; c < hs; c += 8 * VL) {
+        const int nv = (hs - c) / VL < 8 ? (hs - c) / VL : 8;
+        float *oc = o + c;
+        const uint16_t *vc = v + c;
+        switch (nv) {
+        case 1: FN(mix_cols)(oc, p, vc, n, hs, 1, last, 1, corr, keep, 1, pf); break;
+        case 2: FN(mix_cols)(oc, p, vc, n, hs, 2, last, 1, corr, keep, 1, pf); break;
+        case 3: FN(mix_cols)(oc, p, vc, n, hs, 3, last, 1, corr, keep, 1, pf); break;
+        case 4: FN(mix_cols)(oc, p, vc, n, hs, 4, last, 1, corr, keep, 1, pf); break;
+        case 5: FN(mix_cols)(oc, p, vc, n, hs, 5, last, 1, corr, keep, 1, pf); break;
+        case 6: FN(mix_cols)(oc, p, vc, n, hs, 6, last, 1, corr, keep, 1, pf); break;
+        case 7: FN(mix_cols)(oc, p, vc, n, hs, 7, last, 1, corr, keep, 1, pf); break;
+        default: FN(mix_cols)(oc, p, vc, n, hs, 8, last, 1, corr, keep, 1, pf); break;
+        }
     }
 }
 
@@ -234,12 +351,28 @@ static void FN(attn_mix)(float *o, const float *p, const float *v, int n_pos, in
     FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
 }
 
-/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights */
+/* o[HS] = softmax(q·Kᵀ·scale) · V over P positions; p[P] = the weights;
+ * pf (a constant): K and V prefetched ahead (attn_decode_stream) */
+static inline __attribute__((always_inline)) void
+FN(decode_any)(float *o, float *p, const float *q, const float *k, const float *v, int n_pos,
+               int hs, int ldk, float scale, const int pf) {
+    if (pf)
+        FN(attn_scores_pf)(p, q, k, n_pos, hs, ldk, scale);
+    else
+        FN(attn_scores)(p, q, k, n_pos, hs, ldk, scale);
+    FN(softmax)(p, n_pos);
+    if (pf)
+        FN(mix_pf)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+    else
+        FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+}
 static void FN(attn_decode)(float *o, float *p, const float *q, const float *k,
                             const float *v, int n_pos, int hs, int ldk, float scale) {
-    FN(attn_scores)(p, q, k, n_pos, hs, ldk, scale);
-    FN(softmax)(p, n_pos);
-    FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+    FN(decode_any)(o, p, q, k, v, n_pos, hs, ldk, scale, 0);
+}
+static void FN(attn_decode_stream)(float *o, float *p, const float *q, const float *k,
+                                   const float *v, int n_pos, int hs, int ldk, float scale) {
+    FN(decode_any)(o, p, q, k, v, n_pos, hs, ldk, scale, 1);
 }
 
 /* s[N] = exp(s - m) in place; returns Σ s. m is finite. */

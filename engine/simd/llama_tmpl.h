@@ -120,46 +120,93 @@ static inline int FN(gqa_mix_ch)(int hs) { return hs <= 32 ? 2 * TG_KV16_BLOCK :
 
 /* G query heads q[G,HS] over one K/V head (rows hs apart): p[G,P] weights,
  * o[G,HS] outputs. Scores chunk by chunk for every query, softmax per
- * query, then the mix chunk by chunk (accumulated in place). */
-static void FN(attn_decode_gqa)(float *o, float *p, const float *q, const float *k,
-                                const float *v, int n_pos, int hs, int g, float scale) {
+ * query, then the mix chunk by chunk (accumulated in place). pf (a
+ * constant): K and V prefetched ahead (the _stream entry). */
+static inline __attribute__((always_inline)) void
+FN(gqa_any)(float *o, float *p, const float *q, const float *k, const float *v, int n_pos, int hs,
+            int g, float scale, const int pf) {
     const int sch = FN(gqa_score_ch)(hs), mch = FN(gqa_mix_ch)(hs);
     for (int j0 = 0; j0 < n_pos; j0 += sch) {
         const int nk = n_pos - j0 < sch ? n_pos - j0 : sch;
-        for (int r = 0; r < g; r++)
-            FN(attn_scores)(p + (size_t)r * n_pos + j0, q + (size_t)r * hs, k + (size_t)j0 * hs,
-                            nk, hs, hs, scale);
+        for (int r = 0; r < g; r++) {
+            float *pr = p + (size_t)r * n_pos + j0;
+            const float *qr = q + (size_t)r * hs, *kc = k + (size_t)j0 * hs;
+            if (pf)
+                FN(attn_scores_pf)(pr, qr, kc, nk, hs, hs, scale);
+            else
+                FN(attn_scores)(pr, qr, kc, nk, hs, hs, scale);
+        }
     }
     for (int r = 0; r < g; r++) FN(softmax)(p + (size_t)r * n_pos, n_pos);
     for (int j0 = 0; j0 < n_pos; j0 += mch) {
         const int nk = n_pos - j0 < mch ? n_pos - j0 : mch;
-        for (int r = 0; r < g; r++)
-            FN(mix)(o + (size_t)r * hs, p + (size_t)r * n_pos + j0, v + (size_t)j0 * hs, nk, hs, hs,
-                    1.0f, j0 > 0);
+        for (int r = 0; r < g; r++) {
+            float *orow = o + (size_t)r * hs;
+            const float *pr = p + (size_t)r * n_pos + j0, *vc = v + (size_t)j0 * hs;
+            if (pf)
+                FN(mix_pf)(orow, pr, vc, nk, hs, hs, 1.0f, j0 > 0);
+            else
+                FN(mix)(orow, pr, vc, nk, hs, hs, 1.0f, j0 > 0);
+        }
     }
 }
+static void FN(attn_decode_gqa)(float *o, float *p, const float *q, const float *k,
+                                const float *v, int n_pos, int hs, int g, float scale) {
+    FN(gqa_any)(o, p, q, k, v, n_pos, hs, g, scale, 0);
+}
+static void FN(attn_decode_gqa_stream)(float *o, float *p, const float *q, const float *k,
+                                       const float *v, int n_pos, int hs, int g, float scale) {
+    FN(gqa_any)(o, p, q, k, v, n_pos, hs, g, scale, 1);
+}
 
-/* attn_decode_gqa over an f16 cache: each chunk of keys widened into ws (K
- * for the scores, then V for the mix, at most 2·TG_KV16_BLOCK rows each),
- * the mix's chunks and order as above, so the same bits as attn_decode_gqa
- * on the widened K/V. */
-static void FN(attn_decode_gqa_f16)(float *o, float *p, const float *q, const uint16_t *k,
-                                    const uint16_t *v, int n_pos, int hs, int g, float scale,
-                                    float *ws) {
+/* attn_decode_gqa over an f16 cache, with attn_decode_gqa's chunks and
+ * order, so the same bits as attn_decode_gqa on the widened K/V. The
+ * common head sizes (h16_scores_ok, h16_mix_ok) read the halves where they
+ * are, widened in the register inside the score and mix loops; only the
+ * last n % VL keys of a chunk's scores, and every row of other head sizes,
+ * are widened into ws first (at most 2·TG_KV16_BLOCK rows at a time). pf
+ * (a constant): the halves read in place prefetched ahead. */
+static inline __attribute__((always_inline)) void
+FN(gqa_f16_any)(float *o, float *p, const float *q, const uint16_t *k, const uint16_t *v,
+                int n_pos, int hs, int g, float scale, float *ws, const int pf) {
     _Static_assert(GQA_CH <= 2 * TG_KV16_BLOCK, "a chunk fits the f16 scratch");
     const int sch0 = FN(gqa_score_ch)(hs), mch = FN(gqa_mix_ch)(hs);
     const int sch = sch0 < 2 * TG_KV16_BLOCK ? sch0 : 2 * TG_KV16_BLOCK;
+    const int ks = FN(h16_scores_ok)(hs), vs = FN(h16_mix_ok)(hs);
     for (int j0 = 0; j0 < n_pos; j0 += sch) {
         const int nk = n_pos - j0 < sch ? n_pos - j0 : sch;
-        FN(h2f_row)(ws, k + (size_t)j0 * hs, (size_t)nk * hs);
-        for (int r = 0; r < g; r++)
-            FN(attn_scores)(p + (size_t)r * n_pos + j0, q + (size_t)r * hs, ws, nk, hs, hs, scale);
+        const int nd = ks ? nk / VL * VL : 0; /* keys read as halves */
+        const uint16_t *kc = k + (size_t)j0 * hs;
+        if (nd < nk) FN(h2f_row)(ws, kc + (size_t)nd * hs, (size_t)(nk - nd) * hs);
+        for (int r = 0; r < g; r++) {
+            float *pr = p + (size_t)r * n_pos + j0;
+            const float *qr = q + (size_t)r * hs;
+            if (nd) FN(scores_h16)(pr, qr, kc, nd / VL, hs, scale, pf);
+            if (nd < nk) FN(attn_scores)(pr + nd, qr, ws, nk - nd, hs, hs, scale);
+        }
     }
     for (int r = 0; r < g; r++) FN(softmax)(p + (size_t)r * n_pos, n_pos);
     for (int j0 = 0; j0 < n_pos; j0 += mch) {
         const int nk = n_pos - j0 < mch ? n_pos - j0 : mch;
-        FN(h2f_row)(ws, v + (size_t)j0 * hs, (size_t)nk * hs);
-        for (int r = 0; r < g; r++)
-            FN(mix)(o + (size_t)r * hs, p + (size_t)r * n_pos + j0, ws, nk, hs, hs, 1.0f, j0 > 0);
+        const uint16_t *vc = v + (size_t)j0 * hs;
+        if (!vs) FN(h2f_row)(ws, vc, (size_t)nk * hs);
+        for (int r = 0; r < g; r++) {
+            float *orow = o + (size_t)r * hs;
+            const float *pr = p + (size_t)r * n_pos + j0;
+            if (vs)
+                FN(mix_h16)(orow, pr, vc, nk, hs, 1.0f, j0 > 0, pf);
+            else
+                FN(mix)(orow, pr, ws, nk, hs, hs, 1.0f, j0 > 0);
+        }
     }
+}
+static void FN(attn_decode_gqa_f16)(float *o, float *p, const float *q, const uint16_t *k,
+                                    const uint16_t *v, int n_pos, int hs, int g, float scale,
+                                    float *ws) {
+    FN(gqa_f16_any)(o, p, q, k, v, n_pos, hs, g, scale, ws, 0);
+}
+static void FN(attn_decode_gqa_f16_stream)(float *o, float *p, const float *q, const uint16_t *k,
+                                           const uint16_t *v, int n_pos, int hs, int g,
+                                           float scale, float *ws) {
+    FN(gqa_f16_any)(o, p, q, k, v, n_pos, hs, g, scale, ws, 1);
 }

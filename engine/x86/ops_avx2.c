@@ -20,6 +20,9 @@ void tg_kernels_init_ops_avx2(tg_kernels *k) {
     k->rope = rope_avx2;
     k->attn_decode_gqa = attn_decode_gqa_avx2;
     k->attn_decode_gqa_f16 = attn_decode_gqa_f16_avx2;
+    k->attn_decode_stream = attn_decode_stream_avx2;
+    k->attn_decode_gqa_stream = attn_decode_gqa_stream_avx2;
+    k->attn_decode_gqa_f16_stream = attn_decode_gqa_f16_stream_avx2;
     k->attn_prefill_f16 = attn_prefill_f16_avx2;
     k->f32_to_f16 = f32_to_f16_avx2;
 }

@@ -179,15 +179,27 @@ static __attribute__((noinline)) void q4w_tile(float *y, const tg_block_q8_0 *xb
     }
 }
 
-static void gemv_q4_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
-                         const float *b, int nb, int o0, int o1) {
-    for (int k0 = 0; k0 < nb; k0 += Q4W_TILE)
-        q4w_tile(y, xb + k0, w + (size_t)k0 * sizeof(tg_block_q4_0), ldw, b,
-                 nb - k0 < Q4W_TILE ? nb - k0 : Q4W_TILE, o0, o1, k0 > 0);
+/* The wide GEMVs' rows o0..o1 over x in tiles of `tile` blocks (W's
+ * blocks bsz bytes): tile_fn (q4w_tile or q8w_tile) per tile, each tile's
+ * partial dot products added to y in tile order. Always inlined with
+ * constant arguments, so each call is a direct call of its tile function. */
+typedef void wide_tile_fn(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
+                          const float *b, int nb, int o0, int o1, int acc);
+static inline __attribute__((always_inline)) void
+gemv_wide(wide_tile_fn *tile_fn, const int tile, const size_t bsz, float *y,
+          const tg_block_q8_0 *xb, const char *w, size_t ldw, const float *b, int nb, int o0,
+          int o1) {
+    for (int k0 = 0; k0 < nb; k0 += tile)
+        tile_fn(y, xb + k0, w + (size_t)k0 * bsz, ldw, b, nb - k0 < tile ? nb - k0 : tile, o0, o1,
+                k0 > 0);
 }
 /* rows of 8·k blocks, longer than the small models' (q15's gemv_q path) */
+#define GEMV_WIDE(tile_fn, tile, bsz, y, x, w, ldw, b, nb, o0, o1)                               \
+    ((nb) % 8 == 0 && (nb) > 16                                                                   \
+         ? (gemv_wide(tile_fn, tile, bsz, (y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1)      \
+         : 0)
 #define GEMV_Q4_WIDE(y, x, w, ldw, b, nb, o0, o1) \
-    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q4_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+    GEMV_WIDE(q4w_tile, Q4W_TILE, sizeof(tg_block_q4_0), y, x, w, ldw, b, nb, o0, o1)
 
 /* ---- the Q8_0 decode GEMV for long rows: two blocks per zmm ----------------------
  *
@@ -269,16 +281,8 @@ static __attribute__((noinline)) void q8w_tile(float *y, const tg_block_q8_0 *xb
     }
 }
 
-static void gemv_q8_wide(float *y, const tg_block_q8_0 *xb, const char *w, size_t ldw,
-                         const float *b, int nb, int o0, int o1) {
-    for (int k0 = 0; k0 < nb; k0 += Q8W_TILE)
-        q8w_tile(y, xb + k0, w + (size_t)k0 * sizeof(tg_block_q8_0), ldw, b,
-                 nb - k0 < Q8W_TILE ? nb - k0 : Q8W_TILE, o0, o1, k0 > 0);
-}
-
-/* rows of 8·k blocks, longer than the small models' (gemv_q_small) */
 #define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
-    ((nb) % 8 == 0 && (nb) > 16 ? (gemv_q8_wide((y), (x), (w), (ldw), (b), (nb), (o0), (o1)), 1) : 0)
+    GEMV_WIDE(q8w_tile, Q8W_TILE, sizeof(tg_block_q8_0), y, x, w, ldw, b, nb, o0, o1)
 
 /* F16/BF16 rows on zmm (matmul_avx512.c) */
 #define GEMV_HALF_WIDE tg_gemv_half_avx512

@@ -221,6 +221,7 @@ static void decode_check(const tg_engine *ref, const tg_engine *eng, int n_eng, 
     attn_exact x = exact_new(P, hs);
     attn_oracle(&x, c->q, c->k, c->v, P, hs, c->ldk, c->scale);
     float *p_want = ck_alloc(P), *o_want = ck_alloc(hs), *p = ck_alloc(P), *o = ck_alloc(hs);
+    float *ps = ck_alloc(P), *os = ck_alloc(hs);
     ref->k.attn_decode(o_want, p_want, c->q, c->k, c->v, P, hs, c->ldk, c->scale);
     CK_EXPECT_CLOSE(p_want, x.p, x.p_tol, P, "attn_decode reference p vs double P=%d hs=%d %s", P,
                     hs, kind);
@@ -237,7 +238,19 @@ static void decode_check(const tg_engine *ref, const tg_engine *eng, int n_eng, 
                         c->ldk, kind);
         CK_EXPECT_CLOSE(o, o_want, x.o_tol, hs, "attn_decode %s o P=%d hs=%d ldk=%d %s", isa, P, hs,
                         c->ldk, kind);
+        /* the streaming entry: the same kernel with prefetches, the same bits */
+        ck_poison(ps, P);
+        ck_poison(os, hs);
+        eng[e].k.attn_decode_stream(os, ps, c->q, c->k, c->v, P, hs, c->ldk, c->scale);
+        CK_EXPECT_GUARDS(ps, "attn_decode_stream %s p P=%d hs=%d", isa, P, hs);
+        CK_EXPECT_GUARDS(os, "attn_decode_stream %s o P=%d hs=%d", isa, P, hs);
+        CK_EXPECT_BITEQUAL(ps, p, P, "attn_decode_stream %s p vs attn_decode P=%d hs=%d ldk=%d %s",
+                           isa, P, hs, c->ldk, kind);
+        CK_EXPECT_BITEQUAL(os, o, hs, "attn_decode_stream %s o vs attn_decode P=%d hs=%d ldk=%d %s",
+                           isa, P, hs, c->ldk, kind);
     }
+    ck_free(ps);
+    ck_free(os);
     ck_free(p_want);
     ck_free(o_want);
     ck_free(p);
@@ -569,6 +582,7 @@ static void gqa_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck_
     float *pw = ck_alloc((size_t)g * P), *ow = ck_alloc((size_t)g * hs);
     float *pe = ck_alloc((size_t)g * P), *oe = ck_alloc((size_t)g * hs);
     float *p = ck_alloc((size_t)g * P), *o = ck_alloc((size_t)g * hs);
+    float *ps = ck_alloc((size_t)g * P), *os = ck_alloc((size_t)g * hs);
     for (int i = 0; i < g; i++) {
         attn_exact x = exact_new(P, hs);
         attn_oracle(&x, q + (size_t)i * hs, k, v, P, hs, hs, scale);
@@ -590,8 +604,17 @@ static void gqa_check(const tg_engine *ref, const tg_engine *eng, int n_eng, ck_
         CK_EXPECT_GUARDS(o, "attn_decode_gqa %s o P=%d hs=%d G=%d", isa, P, hs, g);
         CK_EXPECT_CLOSE(p, pw, pt, (size_t)g * P, "attn_decode_gqa %s p P=%d hs=%d G=%d", isa, P, hs, g);
         CK_EXPECT_CLOSE(o, ow, ot, (size_t)g * hs, "attn_decode_gqa %s o P=%d hs=%d G=%d", isa, P, hs, g);
+        ck_poison(ps, (size_t)g * P);
+        ck_poison(os, (size_t)g * hs);
+        eng[e].k.attn_decode_gqa_stream(os, ps, q, k, v, P, hs, g, scale);
+        CK_EXPECT_GUARDS(ps, "attn_decode_gqa_stream %s p P=%d hs=%d G=%d", isa, P, hs, g);
+        CK_EXPECT_GUARDS(os, "attn_decode_gqa_stream %s o P=%d hs=%d G=%d", isa, P, hs, g);
+        CK_EXPECT_BITEQUAL(ps, p, (size_t)g * P, "attn_decode_gqa_stream %s p vs attn_decode_gqa P=%d hs=%d G=%d",
+                           isa, P, hs, g);
+        CK_EXPECT_BITEQUAL(os, o, (size_t)g * hs, "attn_decode_gqa_stream %s o vs attn_decode_gqa P=%d hs=%d G=%d",
+                           isa, P, hs, g);
     }
-    float *bufs[] = {k, v, q, pt, ot, pw, ow, pe, oe, p, o};
+    float *bufs[] = {k, v, q, pt, ot, pw, ow, pe, oe, p, o, ps, os};
     for (int i = 0; i < LEN(bufs); i++) ck_free(bufs[i]);
 }
 
@@ -629,7 +652,7 @@ Test(attn, decode_gqa_f16) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int groups[] = {1, 2, 4};
-    static const int hss[] = {1, 4, 8, 16, 24, 33, 64, 128};
+    static const int hss[] = {1, 4, 8, 16, 24, 33, 48, 64, 80, 128};
     static const int ps[] = {1, 2, 17, 63, 64, 65, 129, 512};
     for (int gi = 0; gi < LEN(groups); gi++)
         for (int hi = 0; hi < LEN(hss); hi++)
@@ -671,6 +694,20 @@ Test(attn, decode_gqa_f16) {
                                        isa, P, hs, g);
                     CK_EXPECT_BITEQUAL(o, o32, (size_t)g * hs,
                                        "attn_decode_gqa_f16 %s o vs f32 on the widened K/V P=%d hs=%d G=%d",
+                                       isa, P, hs, g);
+                    /* the streaming entry: the same bits again */
+                    ck_poison(p, (size_t)g * P);
+                    ck_poison(o, (size_t)g * hs);
+                    eng[e].k.attn_decode_gqa_f16_stream(o, p, q, (uint16_t *)kh, (uint16_t *)vh, P,
+                                                        hs, g, scale, ws);
+                    CK_EXPECT_GUARDS(p, "attn_decode_gqa_f16_stream %s p P=%d hs=%d G=%d", isa, P, hs, g);
+                    CK_EXPECT_GUARDS(o, "attn_decode_gqa_f16_stream %s o P=%d hs=%d G=%d", isa, P, hs, g);
+                    CK_EXPECT_GUARDS(ws, "attn_decode_gqa_f16_stream %s ws P=%d hs=%d G=%d", isa, P, hs, g);
+                    CK_EXPECT_BITEQUAL(p, p32, (size_t)g * P,
+                                       "attn_decode_gqa_f16_stream %s p vs f32 on the widened K/V P=%d hs=%d G=%d",
+                                       isa, P, hs, g);
+                    CK_EXPECT_BITEQUAL(o, o32, (size_t)g * hs,
+                                       "attn_decode_gqa_f16_stream %s o vs f32 on the widened K/V P=%d hs=%d G=%d",
                                        isa, P, hs, g);
                 }
                 float *bufs[] = {kh, vh, k, v, q, pw, ow, p, o, p32, o32, ws};
