@@ -557,10 +557,12 @@ FN(prefill_tiles)(float *o, const float *q, const float *k, const float *v, cons
     const vf vscale = vset(scale);
     for (int t0 = 0; t0 < T; t0 += PF_TQ) {
         const int nq = T - t0 < PF_TQ ? T - t0 : PF_TQ;
-        for (int r = 0; r < PF_TQ; r++) {
-            const float *qr = q + (size_t)(t0 + (r < nq ? r : 0)) * ldq;
-            for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = r < nq ? qr[d] : 0.0f;
+        for (int r = 0; r < nq; r++) {
+            const float *qr = q + (size_t)(t0 + r) * ldq;
+            for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = qr[d];
         }
+        for (int r = nq; r < PF_TQ; r++)
+            for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = 0.0f;
         for (size_t i = 0; i < (size_t)hs * PF_TQ; i += VL) vst(ot + i, vzero());
         vf m[PF_QV], l[PF_QV], corr[PF_QV];
         for (int u = 0; u < PF_QV; u++) m[u] = vset(-INFINITY), l[u] = vzero();
@@ -587,12 +589,20 @@ FN(prefill_tiles)(float *o, const float *q, const float *k, const float *v, cons
             FN(tile_softmax)(s, nk, m, l, corr);
             FN(tile_mix)(ot, s, vb, ldk, hs, na, nk, diag, corr);
         }
-        float lsum[PF_TQ];
-        for (int u = 0; u < PF_QV; u++) vst(lsum + u * VL, l[u]);
+        /* o[t0 + r] = Ot[:, r] / l_r (0 where l_r = 0: every key masked) */
+        float inv[PF_TQ];
+        for (int u = 0; u < PF_QV; u++) vst(inv + u * VL, l[u]);
+        for (int r = 0; r < PF_TQ; r++) inv[r] = inv[r] > 0.0f ? 1.0f / inv[r] : 0.0f;
+        for (int u = 0; u < PF_QV; u++) {
+            const vf vi = vld(inv + u * VL);
+            for (int d = 0; d < hs; d++) {
+                float *od = ot + (size_t)d * PF_TQ + u * VL;
+                vst(od, vmul(vld(od), vi));
+            }
+        }
         for (int r = 0; r < nq; r++) {
             float *orow = o + (size_t)(t0 + r) * ldo;
-            const float inv = lsum[r] > 0.0f ? 1.0f / lsum[r] : 0.0f;
-            for (int d = 0; d < hs; d++) orow[d] = ot[(size_t)d * PF_TQ + r] * inv;
+            for (int d = 0; d < hs; d++) orow[d] = ot[(size_t)d * PF_TQ + r];
         }
     }
 }
