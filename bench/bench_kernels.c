@@ -578,7 +578,7 @@ static void op_decode(void *c, long i) {
 }
 static void op_prefill(void *c, long i) {
     op_bench *o = c;
-    o->e->k.attn_prefill(o->o, o->q, o->k, o->v, o->T, 0, o->hs, o->ld, o->ld, o->ld,
+    o->e->k.attn_prefill(o->o, o->q, o->k, o->v, o->T, 0, o->hs, o->ld, o->hs, o->ld,
                          1.0f / sqrtf((float)o->hs));
 }
 
@@ -697,9 +697,10 @@ static void bench_add(bench_ctx *bc) {
     }
 }
 
-/* One head of a 12-head cache (rows 12·HS floats apart, as the model lays
- * out K/V), hot: the decode of one token against P cached positions, and
- * the causal prefill of T tokens from position 0. flops: 4·HS per
+/* One head of a 12-head cache, hot: the decode of one token against P
+ * cached positions (K/V rows 12·HS floats apart), and the causal prefill of
+ * T tokens from position 0 as the model runs it: q and o rows 12·HS apart,
+ * K/V head-major (rows HS apart, model/attention.c's cache). flops: 4·HS per
  * (query, key) pair (q·k and p·v); bytes: K and V of the head once, plus
  * q and o. */
 static op_bench attn_new(int T, int n_pos, int hs) {

@@ -16,7 +16,7 @@
 
 #include "model/gpt_internal.h"
 
-enum { QBLOCK = 16 }; /* prefill queries per work item */
+enum { QBLOCK = 16 }; /* prefill queries per work item (the SIMD prefill tile is 16 queries) */
 
 typedef struct attn_job {
     tg_gpt *g;

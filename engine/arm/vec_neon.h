@@ -38,6 +38,11 @@ static inline void vst_m(float *p, vmask m, vf x) {
     vst1q_f32(buf, x);
     memcpy(p, buf, (size_t)m * sizeof(float));
 }
+/* Per lane: m active ? a : b (lane index < m) */
+static inline vf vsel(vmask m, vf a, vf b) {
+    const uint32x4_t idx = {0, 1, 2, 3};
+    return vbslq_f32(vcltq_u32(idx, vdupq_n_u32((uint32_t)m)), a, b);
+}
 
 static inline vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
 static inline vf vsub(vf a, vf b) { return vsubq_f32(a, b); }

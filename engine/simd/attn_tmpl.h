@@ -1,6 +1,7 @@
 /* attn_tmpl.h — the attention core of one head (scores, mix, decode, and the
  * tiled causal prefill), written once in the SIMD vocabulary of a
  * vec_<isa>.h and included after ops_tmpl.h (it uses FN and softmax). */
+#include <float.h>
 #include <math.h>
 
 /* Keys per block of the prefill: one block's K and V tiles (PF_BK × HS each)
@@ -418,7 +419,9 @@ static void FN(f32_to_f16)(uint16_t *y, const float *x, int n) {
     for (; i < n; i++) y[i] = tg_f32_to_f16(x[i]);
 }
 
-/* T causal queries; query t (row t of q, ldq apart) sees keys 0..pos0+t.
+/* T causal queries, one at a time (head sizes above PF_HS_MAX, whose
+ * transposed tiles would not fit the stack); query t (row t of q, ldq apart)
+ * sees keys 0..pos0+t.
  * Queries go in blocks of PF_BQ and keys in blocks of PF_BK; for each
  * (query, key block) the running max m, sum l and output row are rescaled
  * by exp(m_old - m_new) (the online softmax), so only PF_BK scores exist at
@@ -427,7 +430,7 @@ static void FN(f32_to_f16)(uint16_t *y, const float *x, int n) {
  * hs apart, and each key block is widened into ws (K then V, PF_BK·hs
  * floats each) once for the PF_BQ queries that visit it. */
 static inline __attribute__((always_inline)) void
-FN(prefill_core)(float *o, const float *q, const float *k, const float *v, const uint16_t *kh,
+FN(prefill_rows)(float *o, const float *q, const float *k, const float *v, const uint16_t *kh,
                  const uint16_t *vh, float *ws, int T, int pos0, int hs, int ldq, int ldk,
                  int ldo, float scale) {
     float s[PF_BK], m[PF_BQ], l[PF_BQ];
@@ -477,6 +480,274 @@ FN(prefill_core)(float *o, const float *q, const float *k, const float *v, const
             }
         }
     }
+}
+
+/* ---- The prefill tile: queries in the lanes ----------------------------------
+ * A tile is PF_TQ = PF_QV·VL queries, query r of the tile in lane r. Its
+ * queries are transposed once into Qt[HS][TQ]; its outputs accumulate
+ * transposed in Ot[HS][TQ]. For each block of up to PF_BK keys:
+ *   S[j]  = scale · Σ_d K[j][d] · Qt[d]            (a vector of TQ scores)
+ *   m, l  = the running max and sum of each lane (the online softmax)
+ *   P[j]  = exp(S[j] - m),  corr = exp(m_old - m)
+ *   Ot[d] = Ot[d] · corr + Σ_j V[j][d] · P[j]
+ * Every FMA is a broadcast element of K or V times a vector of queries, in
+ * register blocks of PF_KR keys (or PF_DR columns) × PF_QV vectors: each
+ * K/V element is read once per tile instead of once per query, and nothing
+ * is reduced across lanes. Every operation is lane-wise, so a query's bits
+ * do not depend on its lane or on the other queries of its tile: keys a
+ * lane does not see (the causal diagonal, or blocks past its last key)
+ * score -inf, weigh exp(-inf) = 0, and are left out of its FMAs by a
+ * select, so for that lane they change nothing (corr = exp(0) = 1). Block
+ * boundaries are absolute key positions (multiples of PF_BK). */
+#ifndef PF_QV
+#define PF_QV (16 / VL) /* vectors of queries per tile: 16 queries */
+#endif
+#define PF_TQ (PF_QV * VL)
+/* accumulator registers of the FMA blocks (zmm: 32 registers, ymm: 16, NEON: 32) */
+#ifndef PF_ACC
+#define PF_ACC (VL == 16 ? 16 : VL == 8 ? 12 : 24)
+#endif
+#define PF_KR (PF_ACC / PF_QV) /* keys per block of the scores */
+#define PF_DR (PF_ACC / PF_QV) /* columns per block of the mix */
+#define PF_HS_MAX 256          /* head sizes the tile takes: Qt and Ot on the stack */
+#define PF_UNROLL _Pragma("GCC unroll 32")
+
+/* s[n][TQ] = scale · K[n, HS] · Qtᵀ (rows of K ldk apart), n a constant:
+ * lane r of row i = q_r · k_i, one FMA chain per lane over d ascending. */
+static inline __attribute__((always_inline)) void
+FN(tile_qk)(float *s, const float *qt, const float *k, const int ldk, const int hs, const int n,
+            vf vscale) {
+    vf acc[PF_KR * PF_QV];
+    PF_UNROLL
+    for (int i = 0; i < n * PF_QV; i++) acc[i] = vzero();
+    for (int d = 0; d < hs; d++) {
+        vf qv[PF_QV];
+        PF_UNROLL
+        for (int u = 0; u < PF_QV; u++) qv[u] = vld(qt + (size_t)d * PF_TQ + u * VL);
+        PF_UNROLL
+        for (int i = 0; i < n; i++) {
+            const vf kb = vset(k[(size_t)i * ldk + d]);
+            PF_UNROLL
+            for (int u = 0; u < PF_QV; u++)
+                acc[i * PF_QV + u] = vfma(kb, qv[u], acc[i * PF_QV + u]);
+        }
+    }
+    PF_UNROLL
+    for (int i = 0; i < n * PF_QV; i++) vst(s + (size_t)i * VL, vmul(acc[i], vscale));
+}
+
+/* s[nk][TQ]: the scores of keys [0, nk) in groups of PF_KR; a last partial
+ * group is redone as the whole group ending at nk (the same bits for the
+ * keys computed twice), smaller blocks only when nk < PF_KR. */
+static inline __attribute__((always_inline)) void
+FN(tile_scores_ld)(float *s, const float *qt, const float *k, const int ldk, const int hs,
+                   int nk, vf vscale) {
+    int j = 0;
+    for (; j + PF_KR <= nk; j += PF_KR)
+        FN(tile_qk)(s + (size_t)j * PF_TQ, qt, k + (size_t)j * ldk, ldk, hs, PF_KR, vscale);
+    if (j == nk) return;
+    if (nk >= PF_KR) {
+        j = nk - PF_KR;
+        FN(tile_qk)(s + (size_t)j * PF_TQ, qt, k + (size_t)j * ldk, ldk, hs, PF_KR, vscale);
+        return;
+    }
+    if (PF_KR > 8 && nk - j >= 8)
+        FN(tile_qk)(s + (size_t)j * PF_TQ, qt, k + (size_t)j * ldk, ldk, hs, 8, vscale), j += 8;
+    if (PF_KR > 4 && nk - j >= 4)
+        FN(tile_qk)(s + (size_t)j * PF_TQ, qt, k + (size_t)j * ldk, ldk, hs, 4, vscale), j += 4;
+    if (nk - j >= 2)
+        FN(tile_qk)(s + (size_t)j * PF_TQ, qt, k + (size_t)j * ldk, ldk, hs, 2, vscale), j += 2;
+    if (nk - j >= 1) FN(tile_qk)(s + (size_t)j * PF_TQ, qt, k + (size_t)j * ldk, ldk, hs, 1, vscale);
+}
+
+/* tile_scores_ld with the row stride a constant for the head-major cache's
+ * common head sizes (one pointer for all PF_KR rows, no spilled row bases) */
+static void FN(tile_scores)(float *s, const float *qt, const float *k, int ldk, int hs, int nk,
+                            vf vscale) {
+    if (ldk == hs) switch (hs) {
+        case 32: FN(tile_scores_ld)(s, qt, k, 32, 32, nk, vscale); return;
+        case 64: FN(tile_scores_ld)(s, qt, k, 64, 64, nk, vscale); return;
+        case 128: FN(tile_scores_ld)(s, qt, k, 128, 128, nk, vscale); return;
+        default: break;
+        }
+    FN(tile_scores_ld)(s, qt, k, ldk, hs, nk, vscale);
+}
+
+/* Lane mask of the lanes of vector u that do not see a key `hidden` lanes
+ * hide (lanes r < hidden of the tile). */
+static inline vmask FN(tile_hidden)(int hidden, int u) {
+    int c = hidden - u * VL;
+    return vmask_first(c < 0 ? 0 : c > VL ? VL : c);
+}
+
+/* Columns [0, n) of Ot (ot, rows TQ apart), n a constant:
+ *   ot = ot·corr + Σ_j v[j][0, n) ⊗ p[j]   keys j < nk, rows ldk apart,
+ * keys j >= na only in the lanes r >= j - diag (the others keep their sum). */
+static inline __attribute__((always_inline)) void
+FN(tile_pv)(float *ot, const float *p, const float *v, int ldk, int na, int nk, int diag,
+            const vf *corr, const int n) {
+    vf acc[PF_DR * PF_QV];
+    PF_UNROLL
+    for (int i = 0; i < n; i++)
+        PF_UNROLL
+        for (int u = 0; u < PF_QV; u++)
+            acc[i * PF_QV + u] = vmul(vld(ot + (size_t)i * PF_TQ + u * VL), corr[u]);
+    for (int j = 0; j < na; j++) {
+        const float *vj = v + (size_t)j * ldk;
+        vf pj[PF_QV];
+        PF_UNROLL
+        for (int u = 0; u < PF_QV; u++) pj[u] = vld(p + (size_t)j * PF_TQ + u * VL);
+        PF_UNROLL
+        for (int i = 0; i < n; i++) {
+            const vf vb = vset(vj[i]);
+            PF_UNROLL
+            for (int u = 0; u < PF_QV; u++)
+                acc[i * PF_QV + u] = vfma(vb, pj[u], acc[i * PF_QV + u]);
+        }
+    }
+    for (int j = na; j < nk; j++) {
+        const float *vj = v + (size_t)j * ldk;
+        vf pj[PF_QV];
+        vmask hide[PF_QV];
+        PF_UNROLL
+        for (int u = 0; u < PF_QV; u++) {
+            pj[u] = vld(p + (size_t)j * PF_TQ + u * VL);
+            hide[u] = FN(tile_hidden)(j - diag, u);
+        }
+        PF_UNROLL
+        for (int i = 0; i < n; i++) {
+            const vf vb = vset(vj[i]);
+            PF_UNROLL
+            for (int u = 0; u < PF_QV; u++)
+                acc[i * PF_QV + u] = vsel(hide[u], acc[i * PF_QV + u],
+                                          vfma(vb, pj[u], acc[i * PF_QV + u]));
+        }
+    }
+    PF_UNROLL
+    for (int i = 0; i < n; i++)
+        PF_UNROLL
+        for (int u = 0; u < PF_QV; u++) vst(ot + (size_t)i * PF_TQ + u * VL, acc[i * PF_QV + u]);
+}
+
+/* All HS columns of Ot, PF_DR at a time, then 8/4/2/1 for the rest */
+static void FN(tile_mix)(float *ot, const float *p, const float *v, int ldk, int hs, int na,
+                         int nk, int diag, const vf *corr) {
+    int d = 0;
+    for (; d + PF_DR <= hs; d += PF_DR)
+        FN(tile_pv)(ot + (size_t)d * PF_TQ, p, v + d, ldk, na, nk, diag, corr, PF_DR);
+    if (PF_DR > 8 && hs - d >= 8)
+        FN(tile_pv)(ot + (size_t)d * PF_TQ, p, v + d, ldk, na, nk, diag, corr, 8), d += 8;
+    if (PF_DR > 4 && hs - d >= 4)
+        FN(tile_pv)(ot + (size_t)d * PF_TQ, p, v + d, ldk, na, nk, diag, corr, 4), d += 4;
+    if (hs - d >= 2) FN(tile_pv)(ot + (size_t)d * PF_TQ, p, v + d, ldk, na, nk, diag, corr, 2), d += 2;
+    if (hs - d >= 1) FN(tile_pv)(ot + (size_t)d * PF_TQ, p, v + d, ldk, na, nk, diag, corr, 1);
+}
+
+/* The online softmax of one block, lane-wise: s[nk][TQ] scores in, weights
+ * out; m, l the running max and sum, corr the factor for the old sums. */
+static void FN(tile_softmax)(float *s, int nk, vf *m, vf *l, vf *corr) {
+    for (int u = 0; u < PF_QV; u++) {
+        float *su = s + u * VL;
+        vf mb = vset(-INFINITY);
+        for (int j = 0; j < nk; j++) mb = vmax(mb, vld(su + (size_t)j * PF_TQ));
+        const vf m_new = vmax(m[u], mb);
+        /* a lane with only -inf so far: exponents relative to -FLT_MAX give
+         * exp(-inf) = 0 for its weights and its (zero) old sums */
+        const vf m_ref = vmax(m_new, vset(-FLT_MAX));
+        corr[u] = vexp(vsub(m[u], m_ref));
+        vf b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
+        int j = 0;
+        for (; j + 4 <= nk; j += 4) {
+            float *sj = su + (size_t)j * PF_TQ;
+            const vf e0 = vexp(vsub(vld(sj), m_ref)), e1 = vexp(vsub(vld(sj + PF_TQ), m_ref));
+            const vf e2 = vexp(vsub(vld(sj + 2 * PF_TQ), m_ref));
+            const vf e3 = vexp(vsub(vld(sj + 3 * PF_TQ), m_ref));
+            vst(sj, e0), vst(sj + PF_TQ, e1), vst(sj + 2 * PF_TQ, e2), vst(sj + 3 * PF_TQ, e3);
+            b0 = vadd(b0, e0), b1 = vadd(b1, e1), b2 = vadd(b2, e2), b3 = vadd(b3, e3);
+        }
+        for (; j < nk; j++) { /* keys j ≡ 0, 1, 2 (mod 4) of the block: sums b0, b1, b2 */
+            float *sj = su + (size_t)j * PF_TQ;
+            const vf e = vexp(vsub(vld(sj), m_ref));
+            vst(sj, e);
+            if (j % 4 == 0) b0 = vadd(b0, e);
+            else if (j % 4 == 1) b1 = vadd(b1, e);
+            else b2 = vadd(b2, e);
+        }
+        l[u] = vadd(vmul(l[u], corr[u]), vadd(vadd(b0, b1), vadd(b2, b3)));
+        m[u] = m_new;
+    }
+}
+
+/* T causal queries in tiles of PF_TQ (hs <= PF_HS_MAX); kh, vh as in
+ * prefill_rows. */
+static inline __attribute__((always_inline)) void
+FN(prefill_tiles)(float *o, const float *q, const float *k, const float *v, const uint16_t *kh,
+                  const uint16_t *vh, float *ws, int T, int pos0, int hs, int ldq, int ldk,
+                  int ldo, float scale) {
+    float qt[PF_HS_MAX * PF_TQ] __attribute__((aligned(64)));
+    float ot[PF_HS_MAX * PF_TQ] __attribute__((aligned(64)));
+    float s[PF_BK * PF_TQ] __attribute__((aligned(64)));
+    const vf vscale = vset(scale);
+    for (int t0 = 0; t0 < T; t0 += PF_TQ) {
+        const int nq = T - t0 < PF_TQ ? T - t0 : PF_TQ;
+        for (int r = 0; r < nq; r++) {
+            const float *qr = q + (size_t)(t0 + r) * ldq;
+            for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = qr[d];
+        }
+        for (int r = nq; r < PF_TQ; r++)
+            for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = 0.0f;
+        for (size_t i = 0; i < (size_t)hs * PF_TQ; i += VL) vst(ot + i, vzero());
+        vf m[PF_QV], l[PF_QV], corr[PF_QV];
+        for (int u = 0; u < PF_QV; u++) m[u] = vset(-INFINITY), l[u] = vzero();
+        const int base = pos0 + t0;  /* lane r sees keys 0..base + r */
+        const int kend = base + nq; /* keys the last query sees */
+        for (int j0 = 0; j0 < kend; j0 += PF_BK) {
+            const int nk = kend - j0 < PF_BK ? kend - j0 : PF_BK;
+            const float *kb = k + (size_t)j0 * ldk, *vb = v + (size_t)j0 * ldk;
+            if (kh) {
+                FN(h2f_row)(ws, kh + (size_t)j0 * hs, (size_t)nk * hs);
+                FN(h2f_row)(ws + (size_t)PF_BK * hs, vh + (size_t)j0 * hs, (size_t)nk * hs);
+                kb = ws;
+                vb = ws + (size_t)PF_BK * hs;
+            }
+            /* block key j is seen by lanes r >= j - diag: by all for j < na */
+            const int diag = base - j0;
+            const int na = diag + 1 < 0 ? 0 : diag + 1 > nk ? nk : diag + 1;
+            FN(tile_scores)(s, qt, kb, ldk, hs, nk, vscale);
+            for (int j = na; j < nk; j++)
+                for (int u = 0; u < PF_QV; u++) {
+                    float *sj = s + (size_t)j * PF_TQ + u * VL;
+                    vst(sj, vsel(FN(tile_hidden)(j - diag, u), vset(-INFINITY), vld(sj)));
+                }
+            FN(tile_softmax)(s, nk, m, l, corr);
+            FN(tile_mix)(ot, s, vb, ldk, hs, na, nk, diag, corr);
+        }
+        /* o[t0 + r] = Ot[:, r] / l_r (0 where l_r = 0: every key masked) */
+        float inv[PF_TQ];
+        for (int u = 0; u < PF_QV; u++) vst(inv + u * VL, l[u]);
+        for (int r = 0; r < PF_TQ; r++) inv[r] = inv[r] > 0.0f ? 1.0f / inv[r] : 0.0f;
+        for (int u = 0; u < PF_QV; u++) {
+            const vf vi = vld(inv + u * VL);
+            for (int d = 0; d < hs; d++) {
+                float *od = ot + (size_t)d * PF_TQ + u * VL;
+                vst(od, vmul(vld(od), vi));
+            }
+        }
+        for (int r = 0; r < nq; r++) {
+            float *orow = o + (size_t)(t0 + r) * ldo;
+            for (int d = 0; d < hs; d++) orow[d] = ot[(size_t)d * PF_TQ + r];
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void
+FN(prefill_core)(float *o, const float *q, const float *k, const float *v, const uint16_t *kh,
+                 const uint16_t *vh, float *ws, int T, int pos0, int hs, int ldq, int ldk,
+                 int ldo, float scale) {
+    if (hs <= PF_HS_MAX)
+        FN(prefill_tiles)(o, q, k, v, kh, vh, ws, T, pos0, hs, ldq, ldk, ldo, scale);
+    else
+        FN(prefill_rows)(o, q, k, v, kh, vh, ws, T, pos0, hs, ldq, ldk, ldo, scale);
 }
 
 static void FN(attn_prefill)(float *o, const float *q, const float *k, const float *v,

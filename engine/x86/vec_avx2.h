@@ -33,6 +33,8 @@ static inline vf vld_m_or(const float *p, vmask m, vf fill) {
     return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
 }
 static inline void vst_m(float *p, vmask m, vf x) { _mm256_maskstore_ps(p, m, x); }
+/* Per lane: m active ? a : b */
+static inline vf vsel(vmask m, vf a, vf b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m)); }
 
 static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }

@@ -29,6 +29,8 @@ static inline vf vld_m_or(const float *p, vmask m, vf fill) {
     return _mm512_mask_loadu_ps(fill, m, p);
 }
 static inline void vst_m(float *p, vmask m, vf x) { _mm512_mask_storeu_ps(p, m, x); }
+/* Per lane: m active ? a : b */
+static inline vf vsel(vmask m, vf a, vf b) { return _mm512_mask_blend_ps(m, b, a); }
 
 static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }

@@ -464,7 +464,8 @@ Test(attn, prefill) {
     ck_rng r = ck_rng_new(__func__);
     static const int Ts[] = {1, 2, 3, 7, 8, 9, 16, 17, 33, 64, 65, 128};
     static const int pos0s[] = {0, 1, 5, 63, 64, 100, 300, 900};
-    static const int hss[] = {1, 3, 4, 7, 8, 16, 17, 24, 32, 33, 64, 80, 128, 256};
+    /* 320: past the SIMD tile's largest head (PF_HS_MAX 256), the per-query path */
+    static const int hss[] = {1, 3, 4, 7, 8, 16, 17, 24, 32, 33, 64, 80, 128, 256, 320};
     for (int ti = 0; ti < LEN(Ts); ti++)
         for (int pi = 0; pi < LEN(pos0s); pi++)
             for (int hi = 0; hi < LEN(hss); hi++) {
@@ -539,7 +540,8 @@ Test(attn, prefill_split_bitidentical) {
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
     static const int shapes[][3] = {/* T, pos0, HS */
-        {5, 0, 3}, {17, 3, 16}, {40, 0, 32}, {70, 20, 64}, {129, 0, 64}, {100, 200, 33}};
+        {5, 0, 3}, {17, 3, 16}, {40, 0, 32}, {70, 20, 64}, {129, 0, 64}, {100, 200, 33},
+        {45, 70, 48}, {40, 10, 300}};
     for (int s = 0; s < LEN(shapes); s++) {
         int T = shapes[s][0], pos0 = shapes[s][1], hs = shapes[s][2];
         prefill_case c = prefill_new(&r, T, pos0, hs);
@@ -726,7 +728,7 @@ Test(attn, prefill_f16) {
     ck_rng r = ck_rng_new(__func__);
     static const int shapes[][3] = {/* T, pos0, HS */
         {1, 0, 1}, {3, 2, 7}, {9, 0, 8}, {17, 64, 16}, {20, 70, 8}, {40, 30, 24}, {65, 10, 64},
-        {33, 100, 128}, {70, 0, 4}, {8, 300, 64}};
+        {33, 100, 128}, {70, 0, 4}, {8, 300, 64}, {12, 5, 272}};
     for (int sh = 0; sh < LEN(shapes); sh++) {
         int T = shapes[sh][0], pos0 = shapes[sh][1], hs = shapes[sh][2], P = pos0 + T;
         int ldq = 3 * hs, ldo = hs + ck_randi(&r, 0, 3);
