@@ -44,9 +44,11 @@ static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
 /* The prefill kernels' scratch, each carved in order from ws (64-aligned
  * pieces, hence the slack):
  *   decode to the f32 GEMM (NEON quant_neon_tmpl.h: F16 and BF16; every
- *     table has an integer GEMM for Q8_0/Q4_0; x86 widens F16/BF16 inside
- *     the f32 GEMM's packing, matmul_tmpl.h, and takes none): max(~2 MiB,
- *     16 rows) of W rows as f32
+ *     table has an integer GEMM for Q8_0/Q4_0): max(~2 MiB, 16 rows) of W
+ *     rows as f32
+ *   x86 F16/BF16 (matmul_tmpl.h, W widened in the f32 GEMM's packing): one
+ *     packed X block of MC_HALF = 256 tokens (+ MR - 1) × KC = 256 floats,
+ *     264 KiB at most: within the term above
  *   the integer GEMM (x86 qgemm_tmpl.h, NEON qgemm_neon_tmpl.h): X's block
  *     scales and corrections (8 bytes per block of each row) and one packed
  *     panel of at most 32 rows (36 bytes per block and row)

@@ -53,8 +53,8 @@ void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, in
 
 /* F16 (h16) / BF16 weights, T > 1 (x86.h) */
 void tg_matmul_half_avx2(int h16, float *y, const float *x, const void *w, size_t ldw,
-                         const float *b, int T, int in, int out, int o0, int o1) {
-    matmul_half_by_shape(ukernels, h16, y, x, w, ldw, b, T, in, out, o0, o1);
+                         const float *b, int T, int in, int out, int o0, int o1, void *ws) {
+    matmul_half_by_shape(ukernels, h16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 /* the f32 column of the typed table (ldw == 4·IN) */

@@ -44,6 +44,13 @@
 #define NR (2 * LANES)
 #define KC 256 /* k depth of a packed block: a W panel is KC·NR floats (L1) */
 #define MC 128 /* token rows per packed X block: MC·KC floats (L2) */
+/* F16/BF16 W: token rows per X block. W's panels are widened once per
+ * block, so twice MC halves that work; the block (256 KB) comes from the
+ * caller's scratch, not the stack. Zen 5, bench_kernels matmul_w f16 gpt2
+ * T = 512 (load 5-6, two rounds): speedup over our f32 1.04-1.07x at 128
+ * tokens, 1.04-1.09x at 256, 1.08-1.10x at 512 (AVX-512); plain AVX2
+ * 1.02-1.03x, 1.04-1.06x, 1.01-1.06x. */
+#define MC_HALF 256
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 /* unroll the row loops early, so the accumulator arrays become registers */
@@ -382,13 +389,13 @@ typedef void (*ukernel_fn)(const float *, const float *, int, float *, size_t, i
 
 /* ---- GEMM driver ---------------------------------------------------------------- */
 
-ALWAYS_INLINE void gemm_w(int wt, const ukernel_fn uk[MR + 1], float *y, const float *x,
+/* xp: room for X blocks of mcb tokens, (mcb + MR - 1) / MR · MR · KC floats */
+ALWAYS_INLINE void gemm_w(int wt, int mcb, const ukernel_fn uk[MR + 1], float *y, const float *x,
                           const void *w, size_t ldw, const float *b, int T, int in, int out,
-                          int o0, int o1) {
-    alignas(64) float xp[(MC + MR - 1) / MR * MR * KC]; /* MR-row panels, the last padded */
+                          int o0, int o1, float *xp) {
     alignas(64) float wp[KC * NR];
-    for (int t0 = 0; t0 < T; t0 += MC) {
-        int mc = T - t0 < MC ? T - t0 : MC;
+    for (int t0 = 0; t0 < T; t0 += mcb) {
+        int mc = T - t0 < mcb ? T - t0 : mcb;
         for (int k0 = 0; k0 < in; k0 += KC) {
             int kc = in - k0 < KC ? in - k0 : KC;
             int first = k0 == 0, last = k0 + kc == in;
@@ -414,7 +421,8 @@ static void few_tokens(float *y, const float *x, const float *w, const float *b,
 }
 static void gemm(const ukernel_fn uk[MR + 1], float *y, const float *x, const float *w,
                  const float *b, int T, int in, int out, int o0, int o1) {
-    gemm_w(TW_F32, uk, y, x, w, (size_t)in, b, T, in, out, o0, o1);
+    alignas(64) float xp[(MC + MR - 1) / MR * MR * KC]; /* MR-row panels, the last padded */
+    gemm_w(TW_F32, MC, uk, y, x, w, (size_t)in, b, T, in, out, o0, o1, xp);
 }
 
 /* Y[T,OUT] = X[T,IN] · W[OUT,IN]ᵀ + b, columns o0..o1-1: the path by token
@@ -446,17 +454,18 @@ static void few_tokens_bf16(float *y, const float *x, const void *w, size_t ldw,
     few_tokens_w(TW_BF16, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 static void gemm_f16(const ukernel_fn uk[MR + 1], float *y, const float *x, const void *w,
-                     size_t ldw, const float *b, int T, int in, int out, int o0, int o1) {
-    gemm_w(TW_F16, uk, y, x, w, ldw, b, T, in, out, o0, o1);
+                     size_t ldw, const float *b, int T, int in, int out, int o0, int o1, float *xp) {
+    gemm_w(TW_F16, MC_HALF, uk, y, x, w, ldw, b, T, in, out, o0, o1, xp);
 }
 static void gemm_bf16(const ukernel_fn uk[MR + 1], float *y, const float *x, const void *w,
-                      size_t ldw, const float *b, int T, int in, int out, int o0, int o1) {
-    gemm_w(TW_BF16, uk, y, x, w, ldw, b, T, in, out, o0, o1);
+                      size_t ldw, const float *b, int T, int in, int out, int o0, int o1, float *xp) {
+    gemm_w(TW_BF16, MC_HALF, uk, y, x, w, ldw, b, T, in, out, o0, o1, xp);
 }
 
+/* T > 1; ws: tg_matmul_w_scratch's "x86 F16/BF16" bytes (engine/dispatch.c) */
 static void matmul_half_by_shape(const ukernel_fn uk[MR + 1], int h16, float *y, const float *x,
                                  const void *w, size_t ldw, const float *b, int T, int in, int out,
-                                 int o0, int o1) {
+                                 int o0, int o1, void *ws) {
     size_t ld = ldw / sizeof(uint16_t);
     if (in == 0) {
         for (int t = 0; t < T; t++)
@@ -465,7 +474,9 @@ static void matmul_half_by_shape(const ukernel_fn uk[MR + 1], int h16, float *y,
         if (h16) few_tokens_f16(y, x, w, ld, b, T, in, out, o0, o1);
         else few_tokens_bf16(y, x, w, ld, b, T, in, out, o0, o1);
     } else {
-        if (h16) gemm_f16(uk, y, x, w, ld, b, T, in, out, o0, o1);
-        else gemm_bf16(uk, y, x, w, ld, b, T, in, out, o0, o1);
+        char *p = ws;
+        float *xp = tg_ws_take(&p, sizeof(float) * (size_t)((MC_HALF + MR - 1) / MR * MR) * KC);
+        if (h16) gemm_f16(uk, y, x, w, ld, b, T, in, out, o0, o1, xp);
+        else gemm_bf16(uk, y, x, w, ld, b, T, in, out, o0, o1, xp);
     }
 }

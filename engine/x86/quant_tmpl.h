@@ -343,7 +343,7 @@ static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const
         gemv_half(1, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else MATMUL_HALF(1, y, x, w, ldw, b, T, in, out, o0, o1);
+    else MATMUL_HALF(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
@@ -355,7 +355,7 @@ static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, cons
         gemv_half(0, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else MATMUL_HALF(0, y, x, w, ldw, b, T, in, out, o0, o1);
+    else MATMUL_HALF(0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 /* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule: d = amax/127 and
