@@ -26,9 +26,20 @@
  * pair feeds two vdpbf16ps. vdpbf16ps has a latency of 6 cycles and two
  * issue per cycle on Zen 5 (12 in flight). Each tile prefetches the next
  * 8 rows (contiguous in W) into L2, 8 lines per 16 pairs; X is taken in
- * chunks of XCHUNK bytes that stay in L2 while every row passes over them
- * (W is re-read once per chunk: GPT-2's mlp_down at T = 512, 8 times from
- * L3). The accumulators are transposed (8 × 8) to token rows on store.
+ * chunks of at most XCHUNK bytes (as even as whole blocks allow), each
+ * packed just before every row passes over it, so it is in L2 (W is
+ * re-read once per chunk: GPT-2's mlp_down at T = 512, 16 times from L3).
+ * The accumulators are transposed (8 × 8) to token rows on store; the
+ * tile asks for its output lines (prefetchw) when it starts, so that 32
+ * stores to lines of y not in cache do not wait at its end.
+ *
+ * Zen 5, a driver timing gemm_bf16 alone (random data, hot W, 25
+ * interleaved calls per variant, 3 rounds, load 6.5), median GFLOP/s at
+ * T = 512 before / after the per-chunk packing, even chunks and y's
+ * prefetch: 768>2304 386-392 / 395-400, 768>3072 380-387 / 380-386 (its
+ * 32 output lines, 12 KB apart, share one L1 set: the prefetch cannot
+ * hold them), 3072>768 378-383 / 390-394; T = 128 within 1%. Peak of
+ * vdpbf16ps there ~430-460.
  *
  * Every output is one lane of one accumulator fed the pairs in order
  * whatever tile, chunk or range it falls in: results do not depend on
@@ -101,6 +112,8 @@ ALWAYS_INLINE void tile(int NV, float *y, size_t ldy, int mr, const uint32_t *xp
                         const char *pf) {
     __m512 a[NROW][2];
     for (int j = 0; j < NROW; j++) a[j][0] = a[j][1] = _mm512_setzero_ps();
+    /* the tile's output lines, for writing: they arrive while it computes */
+    for (int t = 0; t < mr; t++) _mm_prefetch((const char *)(y + (size_t)t * ldy), _MM_HINT_ET0);
     for (int p0 = 0; p0 < np; p0 += 16) {
         /* 8 lines of the next NROW rows per 16 pairs: all of them by the end */
         for (int i = 0; i < 8; i++) _mm_prefetch(pf + ((size_t)p0 / 2 + (size_t)i) * 64, _MM_HINT_T1);
@@ -158,16 +171,22 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
     size_t ldx = ((size_t)P + 15) / 16 * 16;
     int nblk = (T + XB - 1) / XB;
     char *p = ws;
-    uint32_t *xp = tg_ws_take(&p, sizeof(uint32_t) * (size_t)nblk * XB * P);
+    /* chunks of X that stay in L2 while every row of W passes over them,
+     * as even as whole blocks allow (no small last chunk re-reading all of W) */
+    size_t blk_bytes = sizeof(uint32_t) * XB * (size_t)P;
+    int cblk = XCHUNK / blk_bytes > 1 ? (int)(XCHUNK / blk_bytes) : 1;
+    cblk = cblk < nblk ? cblk : nblk;
+    int nch = (nblk + cblk - 1) / cblk;
+    cblk = (nblk + nch - 1) / nch;
+    uint32_t *xp = tg_ws_take(&p, blk_bytes * (size_t)cblk);
     uint32_t *rows = tg_ws_take(&p, sizeof(uint32_t) * 8 * ldx);
     uint32_t *zero = tg_ws_take(&p, sizeof(uint32_t) * (ldx + 8));
     memset(zero, 0, sizeof(uint32_t) * (ldx + 8));
-    for (int k = 0; k < nblk; k++) pack_x(xp + (size_t)k * XB * P, x, in, k * XB, T, rows, ldx, zero);
-    /* chunks of X that stay in L2 while every row of W passes over them */
-    size_t blk_bytes = sizeof(uint32_t) * XB * (size_t)P;
-    int cblk = XCHUNK / blk_bytes > 1 ? (int)(XCHUNK / blk_bytes) : 1;
     for (int c0 = 0; c0 < nblk; c0 += cblk) {
         int c1 = nblk - c0 < cblk ? nblk : c0 + cblk;
+        /* packed per chunk, just before use: it is in L2 for the first rows */
+        for (int k = c0; k < c1; k++)
+            pack_x(xp + (size_t)(k - c0) * XB * P, x, in, k * XB, T, rows, ldx, zero);
         for (int o = o0; o < o1; o += NROW) {
             int nr = o1 - o < NROW ? o1 - o : NROW;
             const char *wr[NROW];
@@ -176,7 +195,7 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
             const char *pf = w + (size_t)(o + NROW) * ldw;
             for (int k = c0; k < c1; k++) {
                 int t = k * XB, mr = T - t < XB ? T - t : XB;
-                const uint32_t *xk = xp + (size_t)k * XB * P;
+                const uint32_t *xk = xp + (size_t)(k - c0) * XB * P;
                 float *yt = y + (size_t)t * out + o;
                 const float *bo = b ? b + o : NULL;
                 if (mr > 16) tile_32(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr, pf);
