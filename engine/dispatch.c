@@ -55,7 +55,8 @@ static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
  *   the BF16 GEMM (x86 bf16_avx512.c): one chunk of X as bfloat16 pairs
  *     packed per 32 tokens (T rounded up to 32, at most XCHUNK = 256 KiB
  *     or one block of 32 tokens if that is more), 8 rounded rows padded to
- *     16 pairs, and one zero row (+ 8 pairs)
+ *     16 pairs, and one zero row (+ 8 pairs); T <= 8: X rounded, as f32
+ *     [T, IN] (32·IN bytes at most, within that term)
  *   the AMX GEMMs (x86 amx_tmpl.h), T padded to Tp = 32·k: a 64-byte tile
  *     config; BF16: X as pairs [Tp, P padded to 16], a panel of 32 rows of
  *     those pairs, one 16 × 16 f32 C tile; Q8_0/Q4_0: X's bytes and scales

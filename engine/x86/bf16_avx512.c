@@ -6,7 +6,10 @@
  *   T == 1  the decode GEMV keeps X in f32 and widens W exactly
  *           (tg_gemv_half_avx512, 16 weights per zmm): it is bound by W's bytes, which vdpbf16ps
  *           would not shrink, and its result stays within f32's tolerance.
- *   T > 1   the prefill GEMM on vdpbf16ps: X rounded once to bfloat16 (to
+ *   T 2..8  X rounded to bfloat16 as below, then the f32 few-token path
+ *           with W widened as it is loaded (few_bf16): vdpbf16ps' tile of
+ *           16 or 32 tokens would waste most of its lanes.
+ *   T > 8   the prefill GEMM on vdpbf16ps: X rounded once to bfloat16 (to
  *           nearest even, vcvtne2ps2bf16), W read as it is in the file;
  *           each instruction does 32 multiply-adds against an f32 FMA's 16.
  *           Products of two bfloat16 are exact in f32, summed in f32 in k
@@ -55,6 +58,9 @@
 #define XB 32       /* tokens per block of packed X (two zmm) */
 #define NROW 8      /* W rows per register tile */
 #define XCHUNK (256 * 1024) /* bytes of packed X kept in L2 while W rows pass over it */
+/* T = 2..FEW_T take few_bf16: the tile's 16 or 32 lanes of tokens would
+ * be mostly empty */
+#define FEW_T 8
 
 /* xb[P] = x[IN] rounded to bfloat16 pairs (to nearest even); IN odd: the
  * last pair's second half 0 */
@@ -205,9 +211,28 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
     }
 }
 
+/* T = 2..FEW_T: X rounded to bfloat16 as the GEMM rounds it (vcvtneps2bf16,
+ * kept as f32, in ws), then the f32 few-token path with W widened as it is
+ * loaded (tg_matmul_half_avx512): every product is the GEMM's, exact, only
+ * summed in another order, so a prompt prefilled in chunks of any size
+ * agrees with one prefill to f32's rounding */
+static void few_bf16(float *y, const float *x, const void *w, size_t ldw, const float *b, int T,
+                     int in, int out, int o0, int o1, void *ws) {
+    char *p = ws;
+    size_t n = (size_t)T * (size_t)in;
+    float *xr = tg_ws_take(&p, sizeof(float) * n);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+        _mm512_mask_storeu_ps(xr + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+    }
+    tg_matmul_half_avx512(0, y, xr, w, ldw, b, T, in, out, o0, o1, NULL);
+}
+
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1, void *ws) {
     if (T == 1) tg_gemv_half_avx512(0, y, x, w, ldw, b, in, o0, o1);
+    else if (T <= FEW_T) few_bf16(y, x, w, ldw, b, T, in, out, o0, o1, ws);
     else gemm_bf16(y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
