@@ -6,7 +6,10 @@
  *   T == 1  the decode GEMV keeps X in f32 and widens W exactly
  *           (tg_gemv_half_avx512, 16 weights per zmm): it is bound by W's bytes, which vdpbf16ps
  *           would not shrink, and its result stays within f32's tolerance.
- *   T > 1   the prefill GEMM on vdpbf16ps: X rounded once to bfloat16 (to
+ *   T 2..8  X rounded to bfloat16 as below, then the f32 few-token path
+ *           with W widened as it is loaded (few_bf16): vdpbf16ps' tile of
+ *           16 or 32 tokens would waste most of its lanes.
+ *   T > 8   the prefill GEMM on vdpbf16ps: X rounded once to bfloat16 (to
  *           nearest even, vcvtne2ps2bf16), W read as it is in the file;
  *           each instruction does 32 multiply-adds against an f32 FMA's 16.
  *           Products of two bfloat16 are exact in f32, summed in f32 in k
@@ -26,9 +29,20 @@
  * pair feeds two vdpbf16ps. vdpbf16ps has a latency of 6 cycles and two
  * issue per cycle on Zen 5 (12 in flight). Each tile prefetches the next
  * 8 rows (contiguous in W) into L2, 8 lines per 16 pairs; X is taken in
- * chunks of XCHUNK bytes that stay in L2 while every row passes over them
- * (W is re-read once per chunk: GPT-2's mlp_down at T = 512, 8 times from
- * L3). The accumulators are transposed (8 × 8) to token rows on store.
+ * chunks of at most XCHUNK bytes (as even as whole blocks allow), each
+ * packed just before every row passes over it, so it is in L2 (W is
+ * re-read once per chunk: GPT-2's mlp_down at T = 512, 16 times from L3).
+ * The accumulators are transposed (8 × 8) to token rows on store; the
+ * tile asks for its output lines (prefetchw) when it starts, so that 32
+ * stores to lines of y not in cache do not wait at its end.
+ *
+ * Zen 5, a driver timing gemm_bf16 alone (random data, hot W, 25
+ * interleaved calls per variant, 3 rounds, load 6.5), median GFLOP/s at
+ * T = 512 before / after the per-chunk packing, even chunks and y's
+ * prefetch: 768>2304 386-392 / 395-400, 768>3072 380-387 / 380-386 (its
+ * 32 output lines, 12 KB apart, share one L1 set: the prefetch cannot
+ * hold them), 3072>768 378-383 / 390-394; T = 128 within 1%. Peak of
+ * vdpbf16ps there ~430-460.
  *
  * Every output is one lane of one accumulator fed the pairs in order
  * whatever tile, chunk or range it falls in: results do not depend on
@@ -44,6 +58,9 @@
 #define XB 32       /* tokens per block of packed X (two zmm) */
 #define NROW 8      /* W rows per register tile */
 #define XCHUNK (256 * 1024) /* bytes of packed X kept in L2 while W rows pass over it */
+/* T = 2..FEW_T take few_bf16: the tile's 16 or 32 lanes of tokens would
+ * be mostly empty */
+#define FEW_T 8
 
 /* xb[P] = x[IN] rounded to bfloat16 pairs (to nearest even); IN odd: the
  * last pair's second half 0 */
@@ -101,6 +118,8 @@ ALWAYS_INLINE void tile(int NV, float *y, size_t ldy, int mr, const uint32_t *xp
                         const char *pf) {
     __m512 a[NROW][2];
     for (int j = 0; j < NROW; j++) a[j][0] = a[j][1] = _mm512_setzero_ps();
+    /* the tile's output lines, for writing: they arrive while it computes */
+    for (int t = 0; t < mr; t++) _mm_prefetch((const char *)(y + (size_t)t * ldy), _MM_HINT_ET0);
     for (int p0 = 0; p0 < np; p0 += 16) {
         /* 8 lines of the next NROW rows per 16 pairs: all of them by the end */
         for (int i = 0; i < 8; i++) _mm_prefetch(pf + ((size_t)p0 / 2 + (size_t)i) * 64, _MM_HINT_T1);
@@ -158,16 +177,22 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
     size_t ldx = ((size_t)P + 15) / 16 * 16;
     int nblk = (T + XB - 1) / XB;
     char *p = ws;
-    uint32_t *xp = tg_ws_take(&p, sizeof(uint32_t) * (size_t)nblk * XB * P);
+    /* chunks of X that stay in L2 while every row of W passes over them,
+     * as even as whole blocks allow (no small last chunk re-reading all of W) */
+    size_t blk_bytes = sizeof(uint32_t) * XB * (size_t)P;
+    int cblk = XCHUNK / blk_bytes > 1 ? (int)(XCHUNK / blk_bytes) : 1;
+    cblk = cblk < nblk ? cblk : nblk;
+    int nch = (nblk + cblk - 1) / cblk;
+    cblk = (nblk + nch - 1) / nch;
+    uint32_t *xp = tg_ws_take(&p, blk_bytes * (size_t)cblk);
     uint32_t *rows = tg_ws_take(&p, sizeof(uint32_t) * 8 * ldx);
     uint32_t *zero = tg_ws_take(&p, sizeof(uint32_t) * (ldx + 8));
     memset(zero, 0, sizeof(uint32_t) * (ldx + 8));
-    for (int k = 0; k < nblk; k++) pack_x(xp + (size_t)k * XB * P, x, in, k * XB, T, rows, ldx, zero);
-    /* chunks of X that stay in L2 while every row of W passes over them */
-    size_t blk_bytes = sizeof(uint32_t) * XB * (size_t)P;
-    int cblk = XCHUNK / blk_bytes > 1 ? (int)(XCHUNK / blk_bytes) : 1;
     for (int c0 = 0; c0 < nblk; c0 += cblk) {
         int c1 = nblk - c0 < cblk ? nblk : c0 + cblk;
+        /* packed per chunk, just before use: it is in L2 for the first rows */
+        for (int k = c0; k < c1; k++)
+            pack_x(xp + (size_t)(k - c0) * XB * P, x, in, k * XB, T, rows, ldx, zero);
         for (int o = o0; o < o1; o += NROW) {
             int nr = o1 - o < NROW ? o1 - o : NROW;
             const char *wr[NROW];
@@ -176,7 +201,7 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
             const char *pf = w + (size_t)(o + NROW) * ldw;
             for (int k = c0; k < c1; k++) {
                 int t = k * XB, mr = T - t < XB ? T - t : XB;
-                const uint32_t *xk = xp + (size_t)k * XB * P;
+                const uint32_t *xk = xp + (size_t)(k - c0) * XB * P;
                 float *yt = y + (size_t)t * out + o;
                 const float *bo = b ? b + o : NULL;
                 if (mr > 16) tile_32(yt, (size_t)out, mr, xk, wr, np, odd, bo, nr, pf);
@@ -186,9 +211,28 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
     }
 }
 
+/* T = 2..FEW_T: X rounded to bfloat16 as the GEMM rounds it (vcvtneps2bf16,
+ * kept as f32, in ws), then the f32 few-token path with W widened as it is
+ * loaded (tg_matmul_half_avx512): every product is the GEMM's, exact, only
+ * summed in another order, so a prompt prefilled in chunks of any size
+ * agrees with one prefill to f32's rounding */
+static void few_bf16(float *y, const float *x, const void *w, size_t ldw, const float *b, int T,
+                     int in, int out, int o0, int o1, void *ws) {
+    char *p = ws;
+    size_t n = (size_t)T * (size_t)in;
+    float *xr = tg_ws_take(&p, sizeof(float) * n);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+        _mm512_mask_storeu_ps(xr + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+    }
+    tg_matmul_half_avx512(0, y, xr, w, ldw, b, T, in, out, o0, o1, NULL);
+}
+
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1, void *ws) {
     if (T == 1) tg_gemv_half_avx512(0, y, x, w, ldw, b, in, o0, o1);
+    else if (T <= FEW_T) few_bf16(y, x, w, ldw, b, T, in, out, o0, o1, ws);
     else gemm_bf16(y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 

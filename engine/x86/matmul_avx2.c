@@ -3,6 +3,8 @@
  * masked tails. The algorithm is in matmul_tmpl.h. */
 #include <immintrin.h>
 
+#include "engine/x86/half_avx.h"
+
 typedef __m256 vec;
 typedef __m256i vmask;
 #define LANES 8
@@ -21,6 +23,7 @@ static inline vmask vmask_n(int n) {
 }
 static inline vec vload_m(const float *p, vmask m) { return _mm256_maskload_ps(p, m); }
 static inline void vstore_m(float *p, vec v, vmask m) { _mm256_maskstore_ps(p, m, v); }
+static inline vec vload_h(int h16, const uint16_t *p) { return tg_half8_ps(h16, p); }
 static inline float hsum(vec v) {
     __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     b = _mm_add_ps(b, _mm_movehl_ps(b, b));
@@ -46,6 +49,12 @@ static const ukernel_fn ukernels[MR + 1] = {NULL,      ukernel_1, ukernel_2, uke
 void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, int T, int in,
                     int out, int o0, int o1) {
     matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
+}
+
+/* F16 (h16) / BF16 weights, T > 1 (x86.h) */
+void tg_matmul_half_avx2(int h16, float *y, const float *x, const void *w, size_t ldw,
+                         const float *b, int T, int in, int out, int o0, int o1, void *ws) {
+    matmul_half_by_shape(ukernels, h16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 /* the f32 column of the typed table (ldw == 4·IN) */

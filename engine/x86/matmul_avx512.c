@@ -20,6 +20,13 @@ static inline vec vbcast(const float *p) { return _mm512_set1_ps(*p); }
 static inline vmask vmask_n(int n) { return (vmask)((1u << n) - 1u); }
 static inline vec vload_m(const float *p, vmask m) { return _mm512_maskz_loadu_ps(m, p); }
 static inline void vstore_m(float *p, vec v, vmask m) { _mm512_mask_storeu_ps(p, m, v); }
+/* 16 halves (h16) or bfloat16 as f32; lanes off in m read nothing and are 0 */
+static inline __m512 load16_half(int h16, const uint16_t *p, __mmask16 m) {
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (h16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+static inline vec vload_h(int h16, const uint16_t *p) { return load16_half(h16, p, 0xffff); }
 /* (lo256 + hi256) then the AVX2 order below: fixed, whatever the caller */
 static inline float hsum(vec v) {
     __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
@@ -109,6 +116,12 @@ void tg_matmul_avx512(float *y, const float *x, const float *w, const float *b, 
         matmul_by_shape(ukernels, y, x, w, b, T, in, out, o0, o1);
 }
 
+/* F16 (h16) / BF16 weights, T > 1 (x86.h) */
+void tg_matmul_half_avx512(int h16, float *y, const float *x, const void *w, size_t ldw,
+                           const float *b, int T, int in, int out, int o0, int o1, void *ws) {
+    matmul_half_by_shape(ukernels, h16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+}
+
 /* the f32 column of the typed table (ldw == 4·IN) */
 static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
                          int T, int in, int out, int o0, int o1, void *ws) {
@@ -130,12 +143,6 @@ void tg_kernels_init_matmul_avx512(tg_kernels *k) {
  * gemv_half) needs twice the instructions and is compute-bound at ~47
  * GB/s from L2 on Zen 5, too close to DRAM's ~30 to stream at its rate.
  * Each row is computed by the same operations wherever it falls. */
-static inline __m512 load16_half(int h16, const uint16_t *p, __mmask16 m) {
-    __m256i h = _mm256_maskz_loadu_epi16(m, p);
-    if (h16) return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 void tg_gemv_half_avx512(int h16, float *y, const float *x, const void *w, size_t ldw,
                          const float *b, int in, int o0, int o1) {
     const __mmask16 all = 0xffff;

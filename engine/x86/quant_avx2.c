@@ -16,7 +16,7 @@
     (acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16((u1), (s1)), \
                                                                        _mm256_maddubs_epi16((u2), (s2))), \
                                                       _mm256_set1_epi16(1)))
-#define MATMUL_F32 tg_matmul_avx2
+#define MATMUL_HALF tg_matmul_half_avx2
 #define SUFFIX avx2
 
 /* the int8 GEMM (qgemm_tmpl.h): Q4_0's nibbles (u <= 15) times x

@@ -10,7 +10,7 @@
 #include "engine/x86/x86.h"
 
 #define DOT32(acc, u, s) (acc) = _mm256_dpbusd_epi32((acc), (u), (s))
-#define MATMUL_F32 tg_matmul_avx512
+#define MATMUL_HALF tg_matmul_half_avx512
 #define SUFFIX avx512vnni
 
 /* the int8 GEMM's vocabulary: zmm, 6 tokens × 32 rows (24 accumulators) */

@@ -8,7 +8,7 @@
 #include "engine/x86/x86.h"
 
 #define DOT32(acc, u, s) (acc) = _mm256_dpbusd_avx_epi32((acc), (u), (s))
-#define MATMUL_F32 tg_matmul_avx2
+#define MATMUL_HALF tg_matmul_half_avx2
 #define SUFFIX avxvnni
 
 /* the int8 GEMM (qvocab_ymm.h): 3 tokens × 16 rows on vpdpbusd */

@@ -5,7 +5,8 @@
  *   DOT32(acc, u, s)   acc (8 × int32) += Σ of 4 adjacent u8·s8 products
  *                      per lane: vpmaddubsw + vpmaddwd (AVX2), vpdpbusd
  *                      (AVX-VNNI / AVX512-VNNI on ymm)
- *   MATMUL_F32         the ISA's f32 matmul (tg_kernels.matmul's contract)
+ *   MATMUL_HALF        the ISA's f32 matmul for F16/BF16 weights, T > 1
+ *                      (tg_matmul_half_*, matmul_tmpl.h)
  *   SUFFIX             the name suffix of the init function
  *
  * Y[T,OUT] = X · W[OUT,IN]ᵀ + b, columns o0..o1-1 (tg_kernels.matmul_w):
@@ -22,17 +23,18 @@
  *          AVX2 (quant_avx2.c) on vpmaddubsw + vpmaddwd: Q4_0 two groups
  *          summed in int16, Q8_0 with the sign trick per product
  *          (QGEMM_Q8_SIGNED).
- *   T > 1, F16/BF16  ~2 MB of W's rows at a time decoded to f32 and handed
- *          to the ISA's f32 matmul, whose every output is independent of
- *          the rows around it: the f32 GEMM's speed plus one decode pass
- *          over W (no instruction multiplies halves faster than f32 FMAs
- *          here; AVX512-BF16 has its own GEMM, bf16_avx512.c).
+ *   T > 1, F16/BF16  the ISA's f32 matmul with W widened to f32 where it
+ *          is loaded (into the GEMM's packed panels, or in few_tokens'
+ *          vector loads): the f32 GEMM's speed on half of W's bytes (no
+ *          instruction multiplies halves faster than f32 FMAs here;
+ *          AVX512-BF16 has its own GEMM, bf16_avx512.c).
  *
  * Results do not depend on o0/o1: each row is computed by the same
  * operations wherever it falls. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/x86/half_avx.h"
 #include "engine/x86/x86.h"
 
 #ifndef QL
@@ -254,15 +256,6 @@ ALWAYS_INLINE void gemv_q(int q4, float *y, const tg_block_q8_0 *xb, const char 
 
 #include "engine/x86/qgemv_small_tmpl.h"
 
-/* 8 weights of a half (h16) or bfloat16 row as f32 */
-ALWAYS_INLINE __m256 load8_half(int h16, const uint16_t *p) {
-    __m128i h = _mm_loadu_si128((const __m128i *)p);
-    if (h16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-ALWAYS_INLINE float half_scalar(int h16, uint16_t v) { return h16 ? h2f(v) : tg_bf16_to_f32(v); }
-
 /* y[o0..o1) = W · x for one token, W in IEEE half (h16) or bfloat16 */
 ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, size_t ldw,
                              const float *b, int in, int o0, int o1) {
@@ -272,44 +265,16 @@ ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, s
         __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
         int i = 0;
         for (; i + 32 <= in; i += 32) {
-            a0 = _mm256_fmadd_ps(load8_half(h16, wo + i), _mm256_loadu_ps(x + i), a0);
-            a1 = _mm256_fmadd_ps(load8_half(h16, wo + i + 8), _mm256_loadu_ps(x + i + 8), a1);
-            a2 = _mm256_fmadd_ps(load8_half(h16, wo + i + 16), _mm256_loadu_ps(x + i + 16), a2);
-            a3 = _mm256_fmadd_ps(load8_half(h16, wo + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+            a0 = _mm256_fmadd_ps(tg_half8_ps(h16, wo + i), _mm256_loadu_ps(x + i), a0);
+            a1 = _mm256_fmadd_ps(tg_half8_ps(h16, wo + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+            a2 = _mm256_fmadd_ps(tg_half8_ps(h16, wo + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+            a3 = _mm256_fmadd_ps(tg_half8_ps(h16, wo + i + 24), _mm256_loadu_ps(x + i + 24), a3);
         }
         for (; i + 8 <= in; i += 8)
-            a0 = _mm256_fmadd_ps(load8_half(h16, wo + i), _mm256_loadu_ps(x + i), a0);
+            a0 = _mm256_fmadd_ps(tg_half8_ps(h16, wo + i), _mm256_loadu_ps(x + i), a0);
         float v = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-        for (; i < in; i++) v += half_scalar(h16, wo[i]) * x[i]; /* tail: 1..7 */
+        for (; i < in; i++) v += tg_half_ps1(h16, wo[i]) * x[i]; /* tail: 1..7 */
         y[o] = b ? v + b[o] : v;
-    }
-}
-
-/* ---- T > 1, F16/BF16: decode TG_ROW_BLOCK rows, then the f32 matmul -------- */
-
-/* one row of IEEE half (h16) or bfloat16 as f32 (exact) */
-ALWAYS_INLINE void decode_half_row(int h16, float *dst, const uint16_t *src, int in) {
-    int i = 0;
-    for (; i + 8 <= in; i += 8) _mm256_storeu_ps(dst + i, load8_half(h16, src + i));
-    for (; i < in; i++) dst[i] = half_scalar(h16, src[i]);
-}
-
-/* Y = X · Wᵀ + b for F16 (h16) or BF16 weights through the f32 GEMM;
- * ws: tg_matmul_w_scratch's "decode to the f32 GEMM" (engine/dispatch.c) */
-static void gemm_decoded(int h16, float *y, const float *x, const void *w, size_t ldw,
-                         const float *b, int T, int in, int out, int o0, int o1, void *ws) {
-    /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
-     * per chunk, so chunks must not be small */
-    int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
-    rows = rows < TG_ROW_BLOCK ? TG_ROW_BLOCK : rows;
-    char *p = ws;
-    float *wd = tg_ws_take(&p, sizeof(float) * (size_t)rows * (size_t)in);
-    for (int oc = o0; oc < o1; oc += rows) {
-        int nr = o1 - oc < rows ? o1 - oc : rows;
-        for (int r = 0; r < nr; r++)
-            decode_half_row(h16, wd + (size_t)r * in,
-                            (const uint16_t *)((const char *)w + (size_t)(oc + r) * ldw), in);
-        MATMUL_F32(y + oc, x, wd, b ? b + oc : NULL, T, in, out, 0, nr);
     }
 }
 
@@ -378,7 +343,7 @@ static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const
         gemv_half(1, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else gemm_decoded(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    else MATMUL_HALF(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
@@ -390,7 +355,7 @@ static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, cons
         gemv_half(0, y, x, w, ldw, b, in, o0, o1);
 #endif
     }
-    else gemm_decoded(0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    else MATMUL_HALF(0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 /* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule: d = amax/127 and

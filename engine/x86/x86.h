@@ -8,6 +8,11 @@ void tg_kernels_init_matmul_avx2(tg_kernels *k);
  * table's GEMV. */
 void tg_matmul_avx2(float *y, const float *x, const float *w, const float *b, int T, int in,
                     int out, int o0, int o1);
+/* Y = X · Wᵀ + b for T > 1 with W in IEEE half (h16) or bfloat16, rows ldw
+ * bytes apart, widened to f32 as it is loaded (matmul_tmpl.h): the bits of
+ * the f32 matmul on the widened W. ws: tg_matmul_w_scratch's bytes. */
+void tg_matmul_half_avx2(int h16, float *y, const float *x, const void *w, size_t ldw,
+                         const float *b, int T, int in, int out, int o0, int o1, void *ws);
 void tg_kernels_init_ops_avx2(tg_kernels *k);
 void tg_kernels_init_train_avx2(tg_kernels *k);
 void tg_kernels_init_matmul_avx512(tg_kernels *k);
@@ -29,6 +34,8 @@ void tg_gemv_bf16_avx2(float *y, const float *x, const void *w, size_t ldw, cons
  * y[o0..o1) = W · x + b, x f32, W's rows ldw bytes apart. */
 void tg_gemv_half_avx512(int h16, float *y, const float *x, const void *w, size_t ldw,
                          const float *b, int in, int o0, int o1);
+void tg_matmul_half_avx512(int h16, float *y, const float *x, const void *w, size_t ldw,
+                           const float *b, int T, int in, int out, int o0, int o1, void *ws);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
 void tg_kernels_init_train_avx512(tg_kernels *k);
 /* The Q8_0 (q4 = 0) / Q4_0 decode GEMVs of the AVX512-VNNI table
