@@ -28,6 +28,8 @@ typedef struct tg_arch_ops {
     void (*final_norm)(tg_gpt *g, float *y, const float *x, int rows);
     /* the classifier [V, E] */
     const tg_weight *(*lm_head)(const tg_gpt *g);
+    /* the bytes of the matrices one decode step reads (blocks, classifier) */
+    double (*step_weight_bytes)(const tg_model *m);
     /* op labels in the architecture's words (NULL entries: tg_op_name) */
     const char *const *op_labels;
 } tg_arch_ops;

@@ -99,24 +99,6 @@ int tg_view_ok(const tg_weight *v, int rows, int cols) {
 
 enum { KV_STREAM_MIN = 32 << 20 }; /* bytes: see kv_stream below */
 
-/* The bytes of the matrices a decode step reads (the blocks' and the LM head) */
-static double step_weight_bytes(const tg_model *m) {
-    double sum = 0;
-#define W_BYTES(w) ((double)(w).rows * (double)(w).row_bytes)
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        if (m->cfg.arch == TG_ARCH_LLAMA) {
-            const tg_llama_layer *y = &m->llama.layers[l];
-            sum += W_BYTES(y->wq) + W_BYTES(y->wk) + W_BYTES(y->wv) + W_BYTES(y->wo) +
-                   W_BYTES(y->w1) + W_BYTES(y->w2) + W_BYTES(y->w3);
-        } else {
-            const tg_gpt2_layer *y = &m->w.layers[l];
-            sum += W_BYTES(y->qkv_w) + W_BYTES(y->proj_w) + W_BYTES(y->up_w) + W_BYTES(y->down_w);
-        }
-    }
-    return sum + (m->cfg.arch == TG_ARCH_LLAMA ? W_BYTES(m->llama.output) : W_BYTES(m->w.lm_head));
-#undef W_BYTES
-}
-
 tg_status tg_gpt_create(tg_gpt **out, const tg_model *m, const tg_gpt_opts *opts,
                         tg_err *err) {
     *out = NULL;
@@ -189,7 +171,7 @@ tg_status tg_gpt_create(tg_gpt **out, const tg_model *m, const tg_gpt_opts *opts
      * weights under KV_STREAM_MIN, which any server L3 of ours holds, never
      * stream. */
     const double llc = (double)tg_llc_bytes();
-    g->kv_stream = step_weight_bytes(m) > (llc > KV_STREAM_MIN ? llc : KV_STREAM_MIN);
+    g->kv_stream = ops->step_weight_bytes(m) > (llc > KV_STREAM_MIN ? llc : KV_STREAM_MIN);
     *out = g;
     return TG_OK;
 fail:

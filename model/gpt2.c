@@ -103,6 +103,16 @@ static void final_norm(tg_gpt *g, float *y, const float *x, int rows) {
 
 static const tg_weight *lm_head(const tg_gpt *g) { return &g->w.lm_head; }
 
+static double step_weight_bytes(const tg_model *m) {
+    double sum = tg_weight_bytes(&m->w.lm_head);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const tg_gpt2_layer *y = &m->w.layers[l];
+        sum += tg_weight_bytes(&y->qkv_w) + tg_weight_bytes(&y->proj_w) +
+               tg_weight_bytes(&y->up_w) + tg_weight_bytes(&y->down_w);
+    }
+    return sum;
+}
+
 const tg_arch_ops tg_gpt2_ops = {
     .arch = TG_ARCH_GPT2,
     .check = check,
@@ -110,4 +120,5 @@ const tg_arch_ops tg_gpt2_ops = {
     .block = block,
     .final_norm = final_norm,
     .lm_head = lm_head,
+    .step_weight_bytes = step_weight_bytes,
 };

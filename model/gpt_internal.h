@@ -83,6 +83,10 @@ void tg_rows_add(tg_gpt *g, float *x, const float *d, int T, int n);      /* x +
 
 /* Is v a [rows, cols] view of a known type? */
 int tg_view_ok(const tg_weight *v, int rows, int cols);
+/* The bytes of a weight view's rows, in its type. */
+static inline double tg_weight_bytes(const tg_weight *w) {
+    return (double)w->rows * (double)w->row_bytes;
+}
 
 /* y[E] = row `token` of a typed embedding matrix, as f32. */
 void tg_embed_row(const tg_gpt *g, float *y, const tg_weight *emb, int token);

@@ -141,6 +141,17 @@ static void final_norm(tg_gpt *g, float *y, const float *x, int rows) {
 
 static const tg_weight *lm_head(const tg_gpt *g) { return &g->lw.output; }
 
+static double step_weight_bytes(const tg_model *m) {
+    double sum = tg_weight_bytes(&m->llama.output);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const tg_llama_layer *y = &m->llama.layers[l];
+        sum += tg_weight_bytes(&y->wq) + tg_weight_bytes(&y->wk) + tg_weight_bytes(&y->wv) +
+               tg_weight_bytes(&y->wo) + tg_weight_bytes(&y->w1) + tg_weight_bytes(&y->w2) +
+               tg_weight_bytes(&y->w3);
+    }
+    return sum;
+}
+
 static const char *const labels[TG_OP_COUNT] = {
     [TG_OP_EMBED] = "embed",        [TG_OP_LN1] = "attn_norm",     [TG_OP_QKV] = "qkv_rope",
     [TG_OP_ATTN_PROJ] = "attn_output", [TG_OP_LN2] = "ffn_norm",   [TG_OP_MLP_UP] = "gate_up",
@@ -157,5 +168,6 @@ const tg_arch_ops tg_llama_ops = {
     .block = block,
     .final_norm = final_norm,
     .lm_head = lm_head,
+    .step_weight_bytes = step_weight_bytes,
     .op_labels = labels,
 };
