@@ -683,34 +683,28 @@ Test(attn, decode_gqa_f16) {
                 }
                 for (int e = 0; e < n_eng; e++) {
                     const char *isa = tg_isa_name(eng[e].isa);
-                    ck_poison(p, (size_t)g * P);
-                    ck_poison(o, (size_t)g * hs);
-                    eng[e].k.attn_decode_gqa_f16(o, p, q, (uint16_t *)kh, (uint16_t *)vh, P, hs, g,
-                                                 scale, ws);
                     eng[e].k.attn_decode_gqa(o32, p32, q, k, v, P, hs, g, scale);
-                    CK_EXPECT_GUARDS(p, "attn_decode_gqa_f16 %s p P=%d hs=%d G=%d", isa, P, hs, g);
-                    CK_EXPECT_GUARDS(o, "attn_decode_gqa_f16 %s o P=%d hs=%d G=%d", isa, P, hs, g);
-                    CK_EXPECT_GUARDS(ws, "attn_decode_gqa_f16 %s ws P=%d hs=%d G=%d", isa, P, hs, g);
-                    CK_EXPECT_BITEQUAL(p, p32, (size_t)g * P,
-                                       "attn_decode_gqa_f16 %s p vs f32 on the widened K/V P=%d hs=%d G=%d",
-                                       isa, P, hs, g);
-                    CK_EXPECT_BITEQUAL(o, o32, (size_t)g * hs,
-                                       "attn_decode_gqa_f16 %s o vs f32 on the widened K/V P=%d hs=%d G=%d",
-                                       isa, P, hs, g);
-                    /* the streaming entry: the same bits again */
-                    ck_poison(p, (size_t)g * P);
-                    ck_poison(o, (size_t)g * hs);
-                    eng[e].k.attn_decode_gqa_f16_stream(o, p, q, (uint16_t *)kh, (uint16_t *)vh, P,
-                                                        hs, g, scale, ws);
-                    CK_EXPECT_GUARDS(p, "attn_decode_gqa_f16_stream %s p P=%d hs=%d G=%d", isa, P, hs, g);
-                    CK_EXPECT_GUARDS(o, "attn_decode_gqa_f16_stream %s o P=%d hs=%d G=%d", isa, P, hs, g);
-                    CK_EXPECT_GUARDS(ws, "attn_decode_gqa_f16_stream %s ws P=%d hs=%d G=%d", isa, P, hs, g);
-                    CK_EXPECT_BITEQUAL(p, p32, (size_t)g * P,
-                                       "attn_decode_gqa_f16_stream %s p vs f32 on the widened K/V P=%d hs=%d G=%d",
-                                       isa, P, hs, g);
-                    CK_EXPECT_BITEQUAL(o, o32, (size_t)g * hs,
-                                       "attn_decode_gqa_f16_stream %s o vs f32 on the widened K/V P=%d hs=%d G=%d",
-                                       isa, P, hs, g);
+                    /* the plain and the streaming entry: the same bits as f32 */
+                    const struct {
+                        const char *name;
+                        __typeof__(eng[e].k.attn_decode_gqa_f16) fn;
+                    } fns[] = {{"attn_decode_gqa_f16", eng[e].k.attn_decode_gqa_f16},
+                               {"attn_decode_gqa_f16_stream", eng[e].k.attn_decode_gqa_f16_stream}};
+                    for (int f = 0; f < LEN(fns); f++) {
+                        const char *fn = fns[f].name;
+                        ck_poison(p, (size_t)g * P);
+                        ck_poison(o, (size_t)g * hs);
+                        fns[f].fn(o, p, q, (uint16_t *)kh, (uint16_t *)vh, P, hs, g, scale, ws);
+                        CK_EXPECT_GUARDS(p, "%s %s p P=%d hs=%d G=%d", fn, isa, P, hs, g);
+                        CK_EXPECT_GUARDS(o, "%s %s o P=%d hs=%d G=%d", fn, isa, P, hs, g);
+                        CK_EXPECT_GUARDS(ws, "%s %s ws P=%d hs=%d G=%d", fn, isa, P, hs, g);
+                        CK_EXPECT_BITEQUAL(p, p32, (size_t)g * P,
+                                           "%s %s p vs f32 on the widened K/V P=%d hs=%d G=%d", fn,
+                                           isa, P, hs, g);
+                        CK_EXPECT_BITEQUAL(o, o32, (size_t)g * hs,
+                                           "%s %s o vs f32 on the widened K/V P=%d hs=%d G=%d", fn,
+                                           isa, P, hs, g);
+                    }
                 }
                 float *bufs[] = {kh, vh, k, v, q, pw, ow, p, o, p32, o32, ws};
                 for (int i = 0; i < LEN(bufs); i++) ck_free(bufs[i]);
