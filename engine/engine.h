@@ -465,5 +465,11 @@ static inline void *tg_ws_take(char **p, size_t bytes) {
     *p += (bytes + 63) / 64 * 64;
     return r;
 }
+/* For kernels: Y[T, o0..o1) = b (0 without b), rows out apart: a matmul
+ * over zero inputs (an empty sum). */
+static inline void tg_bias_rows(float *y, const float *b, int T, int out, int o0, int o1) {
+    for (int t = 0; t < T; t++)
+        for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
+}
 
 #endif

@@ -161,8 +161,7 @@ static void gemm(float *y, const float *x, const float *w, const float *b, int T
 void tg_matmul_neon(float *y, const float *x, const float *w, const float *b, int T, int in,
                     int out, int o0, int o1) {
     if (in == 0) { /* an empty sum: y = b */
-        for (int t = 0; t < T; t++)
-            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
+        tg_bias_rows(y, b, T, out, o0, o1);
     } else if (T == 1) {
         gemv(y, x, w, b, in, o0, o1);
     } else {

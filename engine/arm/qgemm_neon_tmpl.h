@@ -152,8 +152,7 @@ ALWAYS_INLINE void qgemm_run(int q4, const q_tile_fn *tiles, float *y, const voi
                              int o0, int o1, void *ws) {
     int nb = in / TG_QK;
     if (nb == 0) { /* an empty sum: y = b */
-        for (int t = 0; t < T; t++)
-            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
+        tg_bias_rows(y, b, T, out, o0, o1);
         return;
     }
     const tg_block_q8_0 *xb = x;

@@ -147,8 +147,7 @@ void AMX_NAME(gemm_q)(int q4, float *y, const void *x, const void *w, size_t ldw
                       const float *b, int T, int in, int out, int o0, int o1, void *ws) {
     const int nb = in / TG_QK;
     if (nb == 0) { /* an empty sum: y = b */
-        for (int t = 0; t < T; t++)
-            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
+        tg_bias_rows(y, b, T, out, o0, o1);
         return;
     }
     const size_t Tp = amx_up((size_t)T, AMX_MB), lx = (size_t)nb * TG_QK;

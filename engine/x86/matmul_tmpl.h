@@ -431,8 +431,7 @@ static void gemm(const ukernel_fn uk[MR + 1], float *y, const float *x, const fl
 static void matmul_by_shape(const ukernel_fn uk[MR + 1], float *y, const float *x, const float *w,
                             const float *b, int T, int in, int out, int o0, int o1) {
     if (in == 0) { /* an empty sum: y = b */
-        for (int t = 0; t < T; t++)
-            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
+        tg_bias_rows(y, b, T, out, o0, o1);
     } else if (T == 1) {
         gemv(y, x, w, b, in, o0, o1);
     } else if (T <= FEW_T_MAX) {
@@ -467,9 +466,8 @@ static void matmul_half_by_shape(const ukernel_fn uk[MR + 1], int h16, float *y,
                                  const void *w, size_t ldw, const float *b, int T, int in, int out,
                                  int o0, int o1, void *ws) {
     size_t ld = ldw / sizeof(uint16_t);
-    if (in == 0) {
-        for (int t = 0; t < T; t++)
-            for (int o = o0; o < o1; o++) y[(size_t)t * out + o] = b ? b[o] : 0.0f;
+    if (in == 0) { /* an empty sum: y = b */
+        tg_bias_rows(y, b, T, out, o0, o1);
     } else if (T <= FEW_T_MAX) {
         if (h16) few_tokens_f16(y, x, w, ld, b, T, in, out, o0, o1);
         else few_tokens_bf16(y, x, w, ld, b, T, in, out, o0, o1);
