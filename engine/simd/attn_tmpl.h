@@ -357,15 +357,9 @@ static void FN(attn_mix)(float *o, const float *p, const float *v, int n_pos, in
 static inline __attribute__((always_inline)) void
 FN(decode_any)(float *o, float *p, const float *q, const float *k, const float *v, int n_pos,
                int hs, int ldk, float scale, const int pf) {
-    if (pf)
-        FN(attn_scores_pf)(p, q, k, n_pos, hs, ldk, scale);
-    else
-        FN(attn_scores)(p, q, k, n_pos, hs, ldk, scale);
+    (pf ? FN(attn_scores_pf) : FN(attn_scores))(p, q, k, n_pos, hs, ldk, scale);
     FN(softmax)(p, n_pos);
-    if (pf)
-        FN(mix_pf)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
-    else
-        FN(mix)(o, p, v, n_pos, hs, ldk, 0.0f, 0);
+    (pf ? FN(mix_pf) : FN(mix))(o, p, v, n_pos, hs, ldk, 0.0f, 0);
 }
 static void FN(attn_decode)(float *o, float *p, const float *q, const float *k,
                             const float *v, int n_pos, int hs, int ldk, float scale) {

@@ -131,10 +131,7 @@ FN(gqa_any)(float *o, float *p, const float *q, const float *k, const float *v, 
         for (int r = 0; r < g; r++) {
             float *pr = p + (size_t)r * n_pos + j0;
             const float *qr = q + (size_t)r * hs, *kc = k + (size_t)j0 * hs;
-            if (pf)
-                FN(attn_scores_pf)(pr, qr, kc, nk, hs, hs, scale);
-            else
-                FN(attn_scores)(pr, qr, kc, nk, hs, hs, scale);
+            (pf ? FN(attn_scores_pf) : FN(attn_scores))(pr, qr, kc, nk, hs, hs, scale);
         }
     }
     for (int r = 0; r < g; r++) FN(softmax)(p + (size_t)r * n_pos, n_pos);
@@ -143,10 +140,7 @@ FN(gqa_any)(float *o, float *p, const float *q, const float *k, const float *v, 
         for (int r = 0; r < g; r++) {
             float *orow = o + (size_t)r * hs;
             const float *pr = p + (size_t)r * n_pos + j0, *vc = v + (size_t)j0 * hs;
-            if (pf)
-                FN(mix_pf)(orow, pr, vc, nk, hs, hs, 1.0f, j0 > 0);
-            else
-                FN(mix)(orow, pr, vc, nk, hs, hs, 1.0f, j0 > 0);
+            (pf ? FN(mix_pf) : FN(mix))(orow, pr, vc, nk, hs, hs, 1.0f, j0 > 0);
         }
     }
 }
