@@ -40,17 +40,29 @@ static inline qvf qfma(qvf a, qvf b, qvf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline qvf qmul(qvf a, qvf b) { return _mm512_mul_ps(a, b); }
 static inline qvf qadd(qvf a, qvf b) { return _mm512_add_ps(a, b); }
 
+/* Pins v in a register: GCC otherwise folds each use of a loaded vector
+ * into its instruction as a memory operand again (a vpermt2w overwrites its
+ * table, so a second use means a second load). The decode GEMVs' W loads
+ * are unaligned; every repeat is another one or two cache-line accesses
+ * (and from DRAM, another wait on a line in flight). */
+#define PIN_ZMM(v) __asm__("" : "+v"(v))
+
+/* the f16 scales of 8 consecutive Q4_0 blocks as 8 words, from the zmm
+ * loads of their bytes 0..63 (l0) and 64..127 (l1): the scales are words
+ * 9·j */
+static inline __m128i q4_scales8(__m512i l0, __m512i l1) {
+    const __m512i i9 = _mm512_setr_epi32(9 << 16, 27 << 16 | 18, 45 << 16 | 36, 63 << 16 | 54, 0, 0,
+                                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, i9, l1));
+}
+
 /* the f16 scales of 8 consecutive Q4_0 (q4) or Q8_0 blocks from p as 8
  * words: word permutes across two zmm loads (Q4_0: the scales are words
  * 9·j of the 144 bytes; Q8_0: words 17·j of 272, two permutes), reading
  * only bytes of those 8 blocks */
 static inline __m128i gemv_scales8(int q4, const char *p) {
     const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
-    if (q4) {
-        const __m512i i9 = _mm512_setr_epi32(9 << 16, 27 << 16 | 18, 45 << 16 | 36, 63 << 16 | 54, 0,
-                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-        return _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, i9, l1));
-    }
+    if (q4) return q4_scales8(l0, l1);
     const __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
     /* words 0, 17, 34, 51 of l0:l1 into words 0..3; 68, 85, 102, 119 (4,
      * 21, 38, 55 of l2:l3) into words 4..7 */
@@ -110,10 +122,13 @@ q4w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
         tg_prefetch_row(wo, (size_t)nb * sizeof(tg_block_q4_0));
         for (int k = 0; k < nb; k += 8) {
             const char *p = wo + (size_t)k * sizeof(tg_block_q4_0);
-            const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
-            const __m512i l2 = _mm512_loadu_si512(p + 80);
+            __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+            __m512i l2 = _mm512_loadu_si512(p + 80);
+            PIN_ZMM(l0); /* three loads, not six */
+            PIN_ZMM(l1);
+            PIN_ZMM(l2);
             __m512 s8 = _mm512_castps256_ps512(
-                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(1, p)), _mm256_load_ps(xd + k)));
+                _mm256_mul_ps(_mm256_cvtph_ps(q4_scales8(l0, l1)), _mm256_load_ps(xd + k)));
             __m512i qa = _mm512_permutex2var_epi16(l0, idx_a, l1);
             __m512i qb = _mm512_permutex2var_epi16(l1, idx_b, l2);
             int g = k / 4;
