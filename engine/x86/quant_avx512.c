@@ -219,12 +219,14 @@ gemv_wide(wide_tile_fn *tile_fn, const int tile, const size_t bsz, float *y,
 /* ---- the Q8_0 decode GEMV for long rows: two blocks per zmm ----------------------
  *
  * y[o0..o1) = W · x for one token, W[OUT, IN] in Q8_0, x in Q8_0 blocks,
- * IN a multiple of 256 (8 blocks, 272 bytes: gemv_scales8 reads their 8
- * scales). gemv_q (ymm, one block per step) costs ~8 instructions and 3.6
+ * IN a multiple of 256 (8 blocks, 272 bytes, read as five zmm loads at
+ * bytes 0, 64, 128, 192 and 208 of them, nothing outside). gemv_q (ymm,
+ * one block per step) costs ~8 instructions and 3.6
  * loads per 34-byte block and reads only ~35 GB/s from L2 on Zen 5, below
  * what one core streams from DRAM (up to ~41 GB/s). Here blocks 2p and
- * 2p+1 of a row go side by side into one zmm (two 32-byte loads of their
- * quants, vinserti64x4), made unsigned (w + 128), one vpdpbusd against x's
+ * 2p+1 of a row go side by side into one zmm (one vpermt2w of their quant
+ * words from two of the five loads; the 8 scales, two more, from the first
+ * four), made unsigned (w + 128), one vpdpbusd against x's
  * pair starting at its per-lane correction -128·Σx (exact: each int32
  * lane then holds Σ w·x of its 4 bytes), one conversion, one FMA with the
  * pair's scales d_w·d_x (lanes 0-7 block 2p's, 8-15 block 2p+1's, by a
@@ -240,28 +242,50 @@ q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
     const __m512i s23 = _mm512_add_epi32(s01, two), s45 = _mm512_add_epi32(s23, two);
     const __m512i s67 = _mm512_add_epi32(s45, two);
     const size_t bs = sizeof(tg_block_q8_0);
+    /* pair n's 64 quant bytes from the loads at bytes 64n and 64n + 64 of
+     * the group (n < 3), at 192 and 208 (n = 3) */
+    __m512i pidx[4];
+    for (int n = 0; n < 4; n++) {
+        _Alignas(64) uint16_t ix[32];
+        for (int i = 0; i < 16; i++) {
+            ix[i] = (uint16_t)(2 * n + 1 + i);
+            ix[16 + i] = (uint16_t)(n < 3 ? 2 * n + 18 + i : i < 8 ? 24 + i : 48 + i);
+        }
+        pidx[n] = _mm512_load_si512(ix);
+    }
+    const __m512i ia = _mm512_setr_epi32(17 << 16, 51 << 16 | 34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0);
+    const __m512i ib = _mm512_setr_epi32(0, 0, 21 << 16 | 4, 55 << 16 | 38, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0, 0, 0);
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
         tg_prefetch_row(wo, (size_t)nb * bs);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int k = 0; k < nb; k += 8) {
             const char *p = wo + (size_t)k * bs;
-            __m512 s8 = _mm512_castps256_ps512(
-                _mm256_mul_ps(_mm256_cvtph_ps(gemv_scales8(0, p)), _mm256_load_ps(xd + k)));
+            __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+            __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
+            __m512i l4 = _mm512_loadu_si512(p + 208);
+            PIN_ZMM(l0); /* five loads of the 272 bytes, each once */
+            PIN_ZMM(l1);
+            PIN_ZMM(l2);
+            PIN_ZMM(l3);
+            PIN_ZMM(l4);
+            __m128i h = _mm_blend_epi16(
+                _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, ia, l1)),
+                _mm512_castsi512_si128(_mm512_permutex2var_epi16(l2, ib, l3)), 0xf0);
+            __m512 s8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(xd + k)));
             const int pk = k / 2;
-#define Q8W_PAIR(acc, n, sl)                                                                  \
+#define Q8W_PAIR(acc, n, sl, la, lb)                                                          \
     do {                                                                                      \
-        const char *q = p + 2 * (n) * bs + 2;                                                 \
-        __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(            \
-                                            (const __m256i *)q)),                             \
-                                        _mm256_loadu_si256((const __m256i *)(q + bs)), 1);    \
+        __m512i wq = _mm512_permutex2var_epi16(la, pidx[n], lb);                              \
         __m512i d = _mm512_dpbusd_epi32(xc[pk + (n)], _mm512_xor_si512(wq, u128), xq[pk + (n)]); \
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(sl, s8), acc);     \
     } while (0)
-            Q8W_PAIR(a0, 0, s01);
-            Q8W_PAIR(a1, 1, s23);
-            Q8W_PAIR(a2, 2, s45);
-            Q8W_PAIR(a3, 3, s67);
+            Q8W_PAIR(a0, 0, s01, l0, l1);
+            Q8W_PAIR(a1, 1, s23, l1, l2);
+            Q8W_PAIR(a2, 2, s45, l2, l3);
+            Q8W_PAIR(a3, 3, s67, l3, l4);
 #undef Q8W_PAIR
         }
         float v = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
