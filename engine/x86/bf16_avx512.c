@@ -53,6 +53,7 @@
  * whatever tile, chunk or range it falls in: results do not depend on
  * o0/o1 (nor on the thread count). */
 #include <immintrin.h>
+#include <stdalign.h>
 #include <string.h>
 
 #include "engine/x86/tr8_avx.h"
@@ -66,45 +67,40 @@
  * be mostly empty */
 #define FEW_T 8
 
-/* xb[P] = x[IN] rounded to bfloat16 pairs (to nearest even); IN odd: the
- * last pair's second half 0 */
-static void round_x(uint32_t *xb, const float *x, int in) {
-    int i = 0;
-    for (; i + 32 <= in; i += 32) {
-        __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
-        _mm512_storeu_si512(xb + i / 2, (__m512i)v);
-    }
-    if (i < in) {
-        int n = in - i, n0 = n < 16 ? n : 16, n1 = n - n0;
-        __m512 lo = _mm512_maskz_loadu_ps((__mmask16)((1u << n0) - 1u), x + i);
-        __m512 hi = _mm512_maskz_loadu_ps((__mmask16)((1u << n1) - 1u), x + i + 16);
-        __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-        int pairs = (n + 1) / 2;
-        _mm512_mask_storeu_epi32(xb + i / 2, (__mmask16)((1u << pairs) - 1u), v);
-    }
+/* 8 pairs (16 inputs from k = 2p) of a token row rounded to bfloat16
+ * (to nearest even); n < 16 inputs left: the rest read as 0 */
+static inline __m256 round16(const float *x, int n) {
+    __m512 v = n >= 16 ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), x);
+    return _mm256_castsi256_ps((__m256i)_mm512_cvtneps_pbh(v));
 }
 
 /* xp[p·XB + i] = the bf16 pair p of token t0 + i (i < XB; tokens past T
- * read zeros), for one block of XB tokens. rows: scratch for 8 rounded
- * token rows (ldx pairs apart), zero: ldx zero pairs. */
-static void pack_x(uint32_t *xp, const float *x, int in, int t0, int T, uint32_t *rows,
-                   size_t ldx, const uint32_t *zero) {
+ * read zeros), for one block of XB tokens: per 8 tokens and 8 pairs, the
+ * rounded rows (one ymm each) transposed in registers */
+static void pack_x(uint32_t *xp, const float *x, int in, int t0, int T) {
     int P = (in + 1) / 2;
     for (int j0 = 0; j0 < XB; j0 += 8) {
         const float *r[8];
-        for (int j = 0; j < 8; j++) {
-            int t = t0 + j0 + j;
-            if (t < T) {
-                round_x(rows + (size_t)j * ldx, x + (size_t)t * in, in);
-                r[j] = (const float *)(rows + (size_t)j * ldx);
-            } else {
-                r[j] = (const float *)zero;
-            }
-        }
+        int nt = T - t0 - j0; /* rows of these 8 that are tokens */
+        for (int j = 0; j < 8; j++) r[j] = x + (size_t)(j < nt ? t0 + j0 + j : t0) * in;
+        const __m256 z = _mm256_setzero_ps();
         int p = 0;
-        for (; p + 8 <= P; p += 8) tg_tr8_avx((float *)xp + (size_t)p * XB + j0, XB, r, p);
-        for (; p < P; p++)
-            for (int j = 0; j < 8; j++) xp[(size_t)p * XB + j0 + j] = ((const uint32_t *)r[j])[p];
+        for (; p + 8 <= P; p += 8) {
+            int n = in - 2 * p;
+            __m256 v[8];
+            for (int j = 0; j < 8; j++) v[j] = j < nt ? round16(r[j] + 2 * p, n) : z;
+            tg_tr8_avx_regs((float *)xp + (size_t)p * XB + j0, XB, v[0], v[1], v[2], v[3], v[4],
+                            v[5], v[6], v[7]);
+        }
+        if (p < P) { /* the last P % 8 pairs, through a small buffer */
+            alignas(32) float tt[8][8];
+            int n = in - 2 * p;
+            __m256 v[8];
+            for (int j = 0; j < 8; j++) v[j] = j < nt ? round16(r[j] + 2 * p, n) : z;
+            tg_tr8_avx_regs(tt[0], 8, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+            for (int q = 0; p + q < P; q++)
+                _mm256_storeu_ps((float *)xp + (size_t)(p + q) * XB + j0, _mm256_load_ps(tt[q]));
+        }
     }
 }
 
@@ -204,14 +200,13 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
     int nch = (nblk + cblk - 1) / cblk;
     cblk = (nblk + nch - 1) / nch;
     uint32_t *xp = tg_ws_take(&p, blk_bytes * (size_t)cblk);
-    uint32_t *rows = tg_ws_take(&p, sizeof(uint32_t) * 8 * ldx);
     uint32_t *zero = tg_ws_take(&p, sizeof(uint32_t) * (ldx + 8));
     memset(zero, 0, sizeof(uint32_t) * (ldx + 8));
     for (int c0 = 0; c0 < nblk; c0 += cblk) {
         int c1 = nblk - c0 < cblk ? nblk : c0 + cblk;
         /* packed per chunk, just before use: it is in L2 for the first rows */
         for (int k = c0; k < c1; k++)
-            pack_x(xp + (size_t)(k - c0) * XB * P, x, in, k * XB, T, rows, ldx, zero);
+            pack_x(xp + (size_t)(k - c0) * XB * P, x, in, k * XB, T);
         for (int o = o0; o < o1; o += NROW) {
             int nr = o1 - o < NROW ? o1 - o : NROW;
             const char *wr[NROW];
