@@ -9,6 +9,8 @@
 #include <sleef.h>
 #include <stdint.h>
 
+#include "engine/x86/tr8_avx.h"
+
 #define VL 16
 #define ISA_SUFFIX avx512
 
@@ -43,6 +45,9 @@ static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* 
 static inline vf vswap_pairs(vf x) { return _mm512_permute_ps(x, 0xB1); } /* lanes 2i <-> 2i+1 */
 static inline vf vmax(vf acc, vf x) { return _mm512_max_ps(x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf16_u10avx512f(x); }
+/* dst[j·ldd + i] = r[i][k + j] for i, j < 8: eight rows of 8 floats
+ * transposed (the prefill tile's queries in, its outputs out) */
+#define VTR8(dst, ldd, r, k) tg_tr8_avx((dst), (ldd), (r), (k))
 
 static inline float vsum(vf x) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
