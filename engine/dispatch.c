@@ -54,8 +54,8 @@ static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
  *     panel of at most 32 rows (36 bytes per block and row)
  *   the BF16 GEMM (x86 bf16_avx512.c): one chunk of X as bfloat16 pairs
  *     packed per 32 tokens (T rounded up to 32, at most XCHUNK = 256 KiB
- *     or one block of 32 tokens if that is more), 8 rounded rows padded to
- *     16 pairs, and one zero row (+ 8 pairs); T <= 8: X rounded, as f32
+ *     or one block of 32 tokens if that is more) and one zero row (P
+ *     padded to 16, + 8 pairs); T <= 8: X rounded, as f32
  *     [T, IN] (32·IN bytes at most, within that term)
  *   the AMX GEMMs (x86 amx_tmpl.h), T padded to Tp = 32·k: a 64-byte tile
  *     config; BF16: X as pairs [Tp, P padded to 16], a panel of 32 rows of
@@ -71,7 +71,7 @@ size_t tg_matmul_w_scratch(tg_wtype t, int T, int in) {
     size_t dec = q8 ? 0 : size_max((size_t)512 * 1024 * sizeof(float), (size_t)TG_ROW_BLOCK * n * sizeof(float));
     size_t qg = q8 ? Tz * nb * 8 + nb * (TG_QK + 4) * 32 : 0;
     size_t bx = (Tz + 31) * P * 4, bchunk = size_max((size_t)256 * 1024, 32 * P * 4);
-    size_t bg = t == TG_WTYPE_BF16 ? (bx < bchunk ? bx : bchunk) + 8 * (P + 16) * 4 + (P + 24) * 4 : 0;
+    size_t bg = t == TG_WTYPE_BF16 ? (bx < bchunk ? bx : bchunk) + (P + 24) * 4 : 0;
     size_t Tp = (Tz + 31) / 32 * 32, Pp = (P + 15) / 16 * 16;
     size_t amx = 64 + (t == TG_WTYPE_BF16 ? Tp * Pp * 4 + Pp * 32 * 4 + 16 * 16 * 4
                        : q8 ? Tp * nb * (TG_QK + 4) + ws_round(nb * (TG_QK + 4) * 32) + 2 * 32 * 32 * 4

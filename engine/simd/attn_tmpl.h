@@ -637,6 +637,15 @@ static void FN(tile_mix)(float *ot, const float *p, const float *v, int ldk, int
     if (hs - d >= 1) FN(tile_pv)(ot + (size_t)d * PF_TQ, p, v + d, ldk, na, nk, diag, corr, 1);
 }
 
+/* The tile's exponentials: the vocabulary's inline VEXP_FAST where it has
+ * one (AVX-512: ~1.3 ulp, no call; 5% of the tile's time at HS 64, T 512),
+ * vexp (SLEEF) otherwise. */
+#ifdef VEXP_FAST
+#define PF_EXP VEXP_FAST
+#else
+#define PF_EXP vexp
+#endif
+
 /* The online softmax of one block, lane-wise: s[nk][TQ] scores in, weights
  * out; m, l the running max and sum, corr the factor for the old sums. */
 static void FN(tile_softmax)(float *s, int nk, vf *m, vf *l, vf *corr) {
@@ -648,20 +657,20 @@ static void FN(tile_softmax)(float *s, int nk, vf *m, vf *l, vf *corr) {
         /* a lane with only -inf so far: exponents relative to -FLT_MAX give
          * exp(-inf) = 0 for its weights and its (zero) old sums */
         const vf m_ref = vmax(m_new, vset(-FLT_MAX));
-        corr[u] = vexp(vsub(m[u], m_ref));
+        corr[u] = PF_EXP(vsub(m[u], m_ref));
         vf b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
         int j = 0;
         for (; j + 4 <= nk; j += 4) {
             float *sj = su + (size_t)j * PF_TQ;
-            const vf e0 = vexp(vsub(vld(sj), m_ref)), e1 = vexp(vsub(vld(sj + PF_TQ), m_ref));
-            const vf e2 = vexp(vsub(vld(sj + 2 * PF_TQ), m_ref));
-            const vf e3 = vexp(vsub(vld(sj + 3 * PF_TQ), m_ref));
+            const vf e0 = PF_EXP(vsub(vld(sj), m_ref)), e1 = PF_EXP(vsub(vld(sj + PF_TQ), m_ref));
+            const vf e2 = PF_EXP(vsub(vld(sj + 2 * PF_TQ), m_ref));
+            const vf e3 = PF_EXP(vsub(vld(sj + 3 * PF_TQ), m_ref));
             vst(sj, e0), vst(sj + PF_TQ, e1), vst(sj + 2 * PF_TQ, e2), vst(sj + 3 * PF_TQ, e3);
             b0 = vadd(b0, e0), b1 = vadd(b1, e1), b2 = vadd(b2, e2), b3 = vadd(b3, e3);
         }
         for (; j < nk; j++) { /* keys j ≡ 0, 1, 2 (mod 4) of the block: sums b0, b1, b2 */
             float *sj = su + (size_t)j * PF_TQ;
-            const vf e = vexp(vsub(vld(sj), m_ref));
+            const vf e = PF_EXP(vsub(vld(sj), m_ref));
             vst(sj, e);
             if (j % 4 == 0) b0 = vadd(b0, e);
             else if (j % 4 == 1) b1 = vadd(b1, e);
@@ -671,6 +680,52 @@ static void FN(tile_softmax)(float *s, int nk, vf *m, vf *l, vf *corr) {
         m[u] = m_new;
     }
 }
+
+/* qt[d][r] = q[r][d] (rows ldq apart) for the tile's nq queries, 0 for
+ * r >= nq (zero: at least hs zeros); out: o[r][d] = ot[d][r] (rows ldo
+ * apart) for r < nq. With the vocabulary's VTR8 (x86), 8 × 8 blocks
+ * transposed in registers when hs % 8 == 0 (and, out, a whole tile);
+ * element by element otherwise (same values either way: plain copies). */
+#ifdef VTR8
+static inline __attribute__((always_inline)) void
+FN(tile_q_in)(float *qt, const float *q, int nq, int hs, int ldq, const float *zero) {
+    if (hs % 8 == 0) {
+        for (int r0 = 0; r0 < PF_TQ; r0 += 8) {
+            const float *r[8];
+            for (int i = 0; i < 8; i++) r[i] = r0 + i < nq ? q + (size_t)(r0 + i) * ldq : zero;
+            for (int d = 0; d < hs; d += 8) VTR8(qt + (size_t)d * PF_TQ + r0, PF_TQ, r, d);
+        }
+        return;
+    }
+    for (int r = 0; r < PF_TQ; r++)
+        for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = r < nq ? q[(size_t)r * ldq + d] : 0.0f;
+}
+static inline __attribute__((always_inline)) void
+FN(tile_o_out)(float *o, const float *ot, int nq, int hs, int ldo) {
+    if (hs % 8 == 0 && nq == PF_TQ) {
+        for (int d0 = 0; d0 < hs; d0 += 8) {
+            const float *r[8];
+            for (int i = 0; i < 8; i++) r[i] = ot + (size_t)(d0 + i) * PF_TQ;
+            for (int r0 = 0; r0 < PF_TQ; r0 += 8) VTR8(o + (size_t)r0 * ldo + d0, (size_t)ldo, r, r0);
+        }
+        return;
+    }
+    for (int r = 0; r < nq; r++)
+        for (int d = 0; d < hs; d++) o[(size_t)r * ldo + d] = ot[(size_t)d * PF_TQ + r];
+}
+#else
+static inline __attribute__((always_inline)) void
+FN(tile_q_in)(float *qt, const float *q, int nq, int hs, int ldq, const float *zero) {
+    (void)zero;
+    for (int r = 0; r < PF_TQ; r++)
+        for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = r < nq ? q[(size_t)r * ldq + d] : 0.0f;
+}
+static inline __attribute__((always_inline)) void
+FN(tile_o_out)(float *o, const float *ot, int nq, int hs, int ldo) {
+    for (int r = 0; r < nq; r++)
+        for (int d = 0; d < hs; d++) o[(size_t)r * ldo + d] = ot[(size_t)d * PF_TQ + r];
+}
+#endif
 
 /* T causal queries in tiles of PF_TQ (hs <= PF_HS_MAX); kh, vh as in
  * prefill_rows. */
@@ -684,13 +739,8 @@ FN(prefill_tiles)(float *o, const float *q, const float *k, const float *v, cons
     const vf vscale = vset(scale);
     for (int t0 = 0; t0 < T; t0 += PF_TQ) {
         const int nq = T - t0 < PF_TQ ? T - t0 : PF_TQ;
-        for (int r = 0; r < nq; r++) {
-            const float *qr = q + (size_t)(t0 + r) * ldq;
-            for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = qr[d];
-        }
-        for (int r = nq; r < PF_TQ; r++)
-            for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = 0.0f;
         for (size_t i = 0; i < (size_t)hs * PF_TQ; i += VL) vst(ot + i, vzero());
+        FN(tile_q_in)(qt, q + (size_t)t0 * ldq, nq, hs, ldq, ot); /* ot: zeros for r >= nq */
         vf m[PF_QV], l[PF_QV], corr[PF_QV];
         for (int u = 0; u < PF_QV; u++) m[u] = vset(-INFINITY), l[u] = vzero();
         const int base = pos0 + t0;  /* lane r sees keys 0..base + r */
@@ -727,10 +777,7 @@ FN(prefill_tiles)(float *o, const float *q, const float *k, const float *v, cons
                 vst(od, vmul(vld(od), vi));
             }
         }
-        for (int r = 0; r < nq; r++) {
-            float *orow = o + (size_t)(t0 + r) * ldo;
-            for (int d = 0; d < hs; d++) orow[d] = ot[(size_t)d * PF_TQ + r];
-        }
+        FN(tile_o_out)(o + (size_t)t0 * ldo, ot, nq, hs, ldo);
     }
 }
 

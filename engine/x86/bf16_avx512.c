@@ -32,9 +32,14 @@
  * chunks of at most XCHUNK bytes (as even as whole blocks allow), each
  * packed just before every row passes over it, so it is in L2 (W is
  * re-read once per chunk: GPT-2's mlp_down at T = 512, 16 times from L3).
- * The accumulators are transposed (8 × 8) to token rows on store; the
- * tile asks for its output lines (prefetchw) when it starts, so that 32
- * stores to lines of y not in cache do not wait at its end.
+ * The accumulators are transposed to token rows in registers (unpack,
+ * shuffle, a two-source permute: 24 shuffles per 16 tokens, two token rows
+ * per zmm) and stored from there; through a stack buffer (16 stores, four
+ * 8 × 8 transposes, 32 loads) the epilogue cost ~5% of the GEMM at T = 512
+ * (a driver: 231 -> 219 ms for the 48 GEMMs of a 512-token GPT-2-small
+ * prefill, W hot; the bits are the same). The tile asks for its output
+ * lines (prefetchw) when it starts, so that 32 stores to lines of y not in
+ * cache do not wait at its end.
  *
  * Zen 5, a driver timing gemm_bf16 alone (random data, hot W, 25
  * interleaved calls per variant, 3 rounds, load 6.5), median GFLOP/s at
@@ -62,45 +67,40 @@
  * be mostly empty */
 #define FEW_T 8
 
-/* xb[P] = x[IN] rounded to bfloat16 pairs (to nearest even); IN odd: the
- * last pair's second half 0 */
-static void round_x(uint32_t *xb, const float *x, int in) {
-    int i = 0;
-    for (; i + 32 <= in; i += 32) {
-        __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
-        _mm512_storeu_si512(xb + i / 2, (__m512i)v);
-    }
-    if (i < in) {
-        int n = in - i, n0 = n < 16 ? n : 16, n1 = n - n0;
-        __m512 lo = _mm512_maskz_loadu_ps((__mmask16)((1u << n0) - 1u), x + i);
-        __m512 hi = _mm512_maskz_loadu_ps((__mmask16)((1u << n1) - 1u), x + i + 16);
-        __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-        int pairs = (n + 1) / 2;
-        _mm512_mask_storeu_epi32(xb + i / 2, (__mmask16)((1u << pairs) - 1u), v);
-    }
+/* 8 pairs (16 inputs from k = 2p) of a token row rounded to bfloat16
+ * (to nearest even); n < 16 inputs left: the rest read as 0 */
+static inline __m256 round16(const float *x, int n) {
+    __m512 v = n >= 16 ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), x);
+    return _mm256_castsi256_ps((__m256i)_mm512_cvtneps_pbh(v));
 }
 
 /* xp[p·XB + i] = the bf16 pair p of token t0 + i (i < XB; tokens past T
- * read zeros), for one block of XB tokens. rows: scratch for 8 rounded
- * token rows (ldx pairs apart), zero: ldx zero pairs. */
-static void pack_x(uint32_t *xp, const float *x, int in, int t0, int T, uint32_t *rows,
-                   size_t ldx, const uint32_t *zero) {
+ * read zeros), for one block of XB tokens: per 8 tokens and 8 pairs, the
+ * rounded rows (one ymm each) transposed in registers */
+static void pack_x(uint32_t *xp, const float *x, int in, int t0, int T) {
     int P = (in + 1) / 2;
     for (int j0 = 0; j0 < XB; j0 += 8) {
         const float *r[8];
-        for (int j = 0; j < 8; j++) {
-            int t = t0 + j0 + j;
-            if (t < T) {
-                round_x(rows + (size_t)j * ldx, x + (size_t)t * in, in);
-                r[j] = (const float *)(rows + (size_t)j * ldx);
-            } else {
-                r[j] = (const float *)zero;
-            }
-        }
+        int nt = T - t0 - j0; /* rows of these 8 that are tokens */
+        for (int j = 0; j < 8; j++) r[j] = x + (size_t)(j < nt ? t0 + j0 + j : t0) * in;
+        const __m256 z = _mm256_setzero_ps();
         int p = 0;
-        for (; p + 8 <= P; p += 8) tg_tr8_avx((float *)xp + (size_t)p * XB + j0, XB, r, p);
-        for (; p < P; p++)
-            for (int j = 0; j < 8; j++) xp[(size_t)p * XB + j0 + j] = ((const uint32_t *)r[j])[p];
+        for (; p + 8 <= P; p += 8) {
+            int n = in - 2 * p;
+            __m256 v[8];
+            for (int j = 0; j < 8; j++) v[j] = j < nt ? round16(r[j] + 2 * p, n) : z;
+            tg_tr8_avx_regs((float *)xp + (size_t)p * XB + j0, XB, v[0], v[1], v[2], v[3], v[4],
+                            v[5], v[6], v[7]);
+        }
+        if (p < P) { /* the last P % 8 pairs, through a small buffer */
+            alignas(32) float tt[8][8];
+            int n = in - 2 * p;
+            __m256 v[8];
+            for (int j = 0; j < 8; j++) v[j] = j < nt ? round16(r[j] + 2 * p, n) : z;
+            tg_tr8_avx_regs(tt[0], 8, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+            for (int q = 0; p + q < P; q++)
+                _mm256_storeu_ps((float *)xp + (size_t)(p + q) * XB + j0, _mm256_load_ps(tt[q]));
+        }
     }
 }
 
@@ -145,19 +145,34 @@ ALWAYS_INLINE void tile(int NV, float *y, size_t ldy, int mr, const uint32_t *xp
             if (NV == 2) a[j][1] = _mm512_dpbf16_ps(a[j][1], x1, w);
         }
     }
-    /* a[j][v] lane i = y[16·v + i][j]: transpose 8 × 8 at a time */
-    alignas(64) float acc[NROW][16 * NV], yt[16 * NV][NROW];
-    for (int j = 0; j < NROW; j++)
-        for (int v = 0; v < NV; v++) _mm512_store_ps(acc[j] + 16 * v, a[j][v]);
-    const float *r[8];
-    for (int j = 0; j < 8; j++) r[j] = acc[j];
-    for (int k = 0; k < 16 * NV; k += 8) tg_tr8_avx(yt[k], NROW, r, k);
+    /* a[j][v] lane i = y[16·v + i][j]: transposed in registers, two
+     * tokens per vector (tokens i and i + 4 in its halves) */
     __mmask8 m = (__mmask8)((1u << nr) - 1u);
-    __m256 bv = b ? _mm256_maskz_loadu_ps(m, b) : _mm256_setzero_ps();
-    for (int t = 0; t < mr; t++) {
-        __m256 v = _mm256_load_ps(yt[t]);
-        if (b) v = _mm256_add_ps(v, bv);
-        _mm256_mask_storeu_ps(y + (size_t)t * ldy, m, v);
+    __m512 bv = _mm512_setzero_ps();
+    if (b) bv = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_maskz_loadu_ps(m, b)),
+                                   _mm256_maskz_loadu_ps(m, b), 1);
+    const __m512i lo = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+    const __m512i hi = _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8);
+    for (int v = 0; v < NV; v++) {
+        __m512 t0 = _mm512_unpacklo_ps(a[0][v], a[1][v]), t1 = _mm512_unpackhi_ps(a[0][v], a[1][v]);
+        __m512 t2 = _mm512_unpacklo_ps(a[2][v], a[3][v]), t3 = _mm512_unpackhi_ps(a[2][v], a[3][v]);
+        __m512 t4 = _mm512_unpacklo_ps(a[4][v], a[5][v]), t5 = _mm512_unpackhi_ps(a[4][v], a[5][v]);
+        __m512 t6 = _mm512_unpacklo_ps(a[6][v], a[7][v]), t7 = _mm512_unpackhi_ps(a[6][v], a[7][v]);
+        __m512 u[8];
+        u[0] = _mm512_shuffle_ps(t0, t2, 0x44), u[1] = _mm512_shuffle_ps(t0, t2, 0xEE);
+        u[2] = _mm512_shuffle_ps(t1, t3, 0x44), u[3] = _mm512_shuffle_ps(t1, t3, 0xEE);
+        u[4] = _mm512_shuffle_ps(t4, t6, 0x44), u[5] = _mm512_shuffle_ps(t4, t6, 0xEE);
+        u[6] = _mm512_shuffle_ps(t5, t7, 0x44), u[7] = _mm512_shuffle_ps(t5, t7, 0xEE);
+        /* u[c] lane L: token 4L + c, rows 0..3 (c < 4) or 4..7 (u[c + 4]) */
+        for (int c = 0; c < 4; c++) {
+            for (int g = 0; g < 2; g++) { /* tokens c, c + 4 (g = 0) and c + 8, c + 12 */
+                __m512 r = _mm512_permutex2var_ps(u[c], g ? hi : lo, u[c + 4]);
+                if (b) r = _mm512_add_ps(r, bv);
+                int t = 16 * v + 8 * g + c;
+                if (t < mr) _mm256_mask_storeu_ps(y + (size_t)t * ldy, m, _mm512_castps512_ps256(r));
+                if (t + 4 < mr) _mm256_mask_storeu_ps(y + (size_t)(t + 4) * ldy, m, _mm512_extractf32x8_ps(r, 1));
+            }
+        }
     }
 }
 
@@ -185,14 +200,13 @@ static void gemm_bf16(float *y, const float *x, const char *w, size_t ldw, const
     int nch = (nblk + cblk - 1) / cblk;
     cblk = (nblk + nch - 1) / nch;
     uint32_t *xp = tg_ws_take(&p, blk_bytes * (size_t)cblk);
-    uint32_t *rows = tg_ws_take(&p, sizeof(uint32_t) * 8 * ldx);
     uint32_t *zero = tg_ws_take(&p, sizeof(uint32_t) * (ldx + 8));
     memset(zero, 0, sizeof(uint32_t) * (ldx + 8));
     for (int c0 = 0; c0 < nblk; c0 += cblk) {
         int c1 = nblk - c0 < cblk ? nblk : c0 + cblk;
         /* packed per chunk, just before use: it is in L2 for the first rows */
         for (int k = c0; k < c1; k++)
-            pack_x(xp + (size_t)(k - c0) * XB * P, x, in, k * XB, T, rows, ldx, zero);
+            pack_x(xp + (size_t)(k - c0) * XB * P, x, in, k * XB, T);
         for (int o = o0; o < o1; o += NROW) {
             int nr = o1 - o < NROW ? o1 - o : NROW;
             const char *wr[NROW];

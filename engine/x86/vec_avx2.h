@@ -9,6 +9,8 @@
 #include <sleef.h>
 #include <stdint.h>
 
+#include "engine/x86/tr8_avx.h"
+
 #define VL 8
 #define ISA_SUFFIX avx2
 
@@ -47,6 +49,9 @@ static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* 
 static inline vf vswap_pairs(vf x) { return _mm256_permute_ps(x, 0xB1); } /* lanes 2i <-> 2i+1 */
 static inline vf vmax(vf acc, vf x) { return _mm256_max_ps(x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf8_u10avx2(x); }
+/* dst[j·ldd + i] = r[i][k + j] for i, j < 8: eight rows of 8 floats
+ * transposed (the prefill tile's queries in, its outputs out) */
+#define VTR8(dst, ldd, r, k) tg_tr8_avx((dst), (ldd), (r), (k))
 
 static inline float vsum(vf x) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
