@@ -637,15 +637,6 @@ static void FN(tile_mix)(float *ot, const float *p, const float *v, int ldk, int
     if (hs - d >= 1) FN(tile_pv)(ot + (size_t)d * PF_TQ, p, v + d, ldk, na, nk, diag, corr, 1);
 }
 
-/* The tile's exponentials: the vocabulary's inline VEXP_FAST where it has
- * one (AVX-512: ~1.3 ulp, no call; 5% of the tile's time at HS 64, T 512),
- * vexp (SLEEF) otherwise. */
-#ifdef VEXP_FAST
-#define PF_EXP VEXP_FAST
-#else
-#define PF_EXP vexp
-#endif
-
 /* The online softmax of one block, lane-wise: s[nk][TQ] scores in, weights
  * out; m, l the running max and sum, corr the factor for the old sums. */
 static void FN(tile_softmax)(float *s, int nk, vf *m, vf *l, vf *corr) {
@@ -657,20 +648,20 @@ static void FN(tile_softmax)(float *s, int nk, vf *m, vf *l, vf *corr) {
         /* a lane with only -inf so far: exponents relative to -FLT_MAX give
          * exp(-inf) = 0 for its weights and its (zero) old sums */
         const vf m_ref = vmax(m_new, vset(-FLT_MAX));
-        corr[u] = PF_EXP(vsub(m[u], m_ref));
+        corr[u] = vexp(vsub(m[u], m_ref));
         vf b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
         int j = 0;
         for (; j + 4 <= nk; j += 4) {
             float *sj = su + (size_t)j * PF_TQ;
-            const vf e0 = PF_EXP(vsub(vld(sj), m_ref)), e1 = PF_EXP(vsub(vld(sj + PF_TQ), m_ref));
-            const vf e2 = PF_EXP(vsub(vld(sj + 2 * PF_TQ), m_ref));
-            const vf e3 = PF_EXP(vsub(vld(sj + 3 * PF_TQ), m_ref));
+            const vf e0 = vexp(vsub(vld(sj), m_ref)), e1 = vexp(vsub(vld(sj + PF_TQ), m_ref));
+            const vf e2 = vexp(vsub(vld(sj + 2 * PF_TQ), m_ref));
+            const vf e3 = vexp(vsub(vld(sj + 3 * PF_TQ), m_ref));
             vst(sj, e0), vst(sj + PF_TQ, e1), vst(sj + 2 * PF_TQ, e2), vst(sj + 3 * PF_TQ, e3);
             b0 = vadd(b0, e0), b1 = vadd(b1, e1), b2 = vadd(b2, e2), b3 = vadd(b3, e3);
         }
         for (; j < nk; j++) { /* keys j ≡ 0, 1, 2 (mod 4) of the block: sums b0, b1, b2 */
             float *sj = su + (size_t)j * PF_TQ;
-            const vf e = PF_EXP(vsub(vld(sj), m_ref));
+            const vf e = vexp(vsub(vld(sj), m_ref));
             vst(sj, e);
             if (j % 4 == 0) b0 = vadd(b0, e);
             else if (j % 4 == 1) b1 = vadd(b1, e);

@@ -118,14 +118,6 @@ static void FN(layernorm)(float *y, const float *x, const float *g, const float 
     }
 }
 
-/* GELU's exponential: the vocabulary's inline VEXP_FAST where it has one
- * (AVX-512: ~1.3 ulp, no call), vexp (SLEEF) otherwise */
-#ifdef VEXP_FAST
-#define GELU_EXP VEXP_FAST
-#else
-#define GELU_EXP vexp
-#endif
-
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))) of one vector */
 static inline vf FN(gelu_v)(vf x) {
     /* 0.5·x·(1 + tanh u) = x / (1 + e^(-2u)): the same function, one exp and
@@ -133,7 +125,7 @@ static inline vf FN(gelu_v)(vf x) {
      * cancellation (1 + tanh u → 0 for very negative x is never formed). */
     const vf m2c = vset(-2.0f * 0.7978845608028654f), k = vset(0.044715f), one = vset(1.0f);
     vf inner = vfma(vmul(k, vmul(x, x)), x, x); /* x + 0.044715 x³ */
-    return vdiv(x, vadd(one, GELU_EXP(vmul(m2c, inner))));
+    return vdiv(x, vadd(one, vexp(vmul(m2c, inner))));
 }
 
 /* y[N] = GELU(x[N]), tanh form */

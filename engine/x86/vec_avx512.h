@@ -45,31 +45,6 @@ static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* 
 static inline vf vswap_pairs(vf x) { return _mm512_permute_ps(x, 0xB1); } /* lanes 2i <-> 2i+1 */
 static inline vf vmax(vf acc, vf x) { return _mm512_max_ps(x, acc); }
 static inline vf vexp(vf x) { return Sleef_expf16_u10avx512f(x); }
-/* e^x inline, for the prefill tile's softmax (engine/simd/attn_tmpl.h):
- * x = n·ln2 + r (n rounded, ln2 in two parts), e^r by a degree-6
- * polynomial (Cephes' expf coefficients), scaled by vscalefps, which
- * also gives the subnormals, 0 and inf. x clamped to [-104, 89] first
- * (vmaxps/vminps return x itself when it is NaN). Against exp in double
- * over every 97th float with a normal result: at most 1.26 ulp (SLEEF's
- * u10 0.99); -inf -> 0, NaN -> NaN, 89 -> inf. About half of SLEEF's
- * instructions and no call (whose clobbered zmm the caller spills). */
-static inline vf vexp_fast(vf x) {
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-    x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-}
-#define VEXP_FAST vexp_fast
 /* dst[j·ldd + i] = r[i][k + j] for i, j < 8: eight rows of 8 floats
  * transposed (the prefill tile's queries in, its outputs out) */
 #define VTR8(dst, ldd, r, k) tg_tr8_avx((dst), (ldd), (r), (k))
