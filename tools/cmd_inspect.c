@@ -306,6 +306,8 @@ int cmd_inspect(int argc, char **argv) {
     tg_err err = {{0}};
     struct stat sb;
     if (stat(path, &sb) != 0) return cli_error("inspect", "%s: no such file or folder", path);
+    if (S_ISREG(sb.st_mode) && tg_model_check_size(path, (unsigned long long)sb.st_size, &err))
+        return cli_error("inspect", "%s", err.msg); /* too short for any format */
     int lr = inspect_llama(path, json); /* llama2.c files, HF Llama folders */
     if (lr >= 0) return lr;
     if (S_ISDIR(sb.st_mode)) {
