@@ -14,6 +14,7 @@
 #include "tools/cli.h"
 #include "weights/gpt2.h"
 #include "weights/llama.h"
+#include "weights/model.h"
 #include "weights/vocab.h"
 
 static const char *usage_text =
@@ -180,8 +181,24 @@ int cmd_init(int argc, char **argv) {
             return cli_error("init", "%s: has no tokenizer", vocab_from);
         }
     } else {
-        tg_gpt2_model vm;
-        if (tg_gpt2_load(&vm, vocab_from, 1, &err)) return cli_error("init", "%s", err.msg);
+        tg_model vm;
+        if (tg_model_load(&vm, vocab_from, TG_LOAD_VOCAB_ONLY, &err)) {
+            /* not a model: a Llama's tokenizer file (tokenizer.bin/.json) takes --arch llama */
+            tg_vocab sv;
+            tg_err ignored;
+            int spm = !tg_vocab_load(&sv, vocab_from, &ignored) && sv.kind == TG_VOCAB_SPM;
+            if (spm) tg_vocab_free(&sv);
+            if (spm)
+                return cli_error("init", "%s: a SentencePiece (Llama) vocabulary: add --arch llama to initialise a "
+                                 "Llama with it", vocab_from);
+            return cli_error("init", "%s", err.msg);
+        }
+        if (vm.cfg.arch != TG_ARCH_GPT2) {
+            const char *arch = tg_arch_name(vm.cfg.arch); /* a static name */
+            tg_model_free(&vm);
+            return cli_error("init", "%s: a %s model: add --arch llama to initialise a Llama with its vocabulary "
+                             "(a GPT-2 takes a GPT-2 model's)", vocab_from, arch);
+        }
         if (!vm.vocab.n_tokens) {
             tg_gpt2_free(&vm);
             return cli_error("init", "%s: has no tokenizer", vocab_from);

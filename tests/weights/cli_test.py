@@ -165,6 +165,19 @@ with tempfile.TemporaryDirectory() as tmp:
     os.remove(p("t.txt"))
     check(not os.path.exists(m), "a failed command left an output")
 
+    # init --vocab-from a Llama's vocabulary without --arch llama names the fix
+    ll, tb = p("ll.gguf"), p("tokenizer.bin")
+    with open(tb, "wb") as f:  # a llama2.c tokenizer.bin: max length, then (score, length, bytes) per piece
+        f.write(struct.pack("<i", 6))
+        for i, piece in enumerate([b"<unk>", b"<s>", b"</s>"] + [b"<0x%02X>" % k for k in range(256)] + [b"\xe2\x96\x81a"]):
+            f.write(struct.pack("<fi", -float(i), len(piece)) + piece)
+    expect(base[:-1] + ["--arch", "llama", "--vocab-from", tb, "-o", ll], 0)
+    for v in (ll, tb):
+        expect(base[:-1] + ["--vocab-from", v, "-o", m], 1, b"add --arch llama")
+        check(not os.path.exists(m), f"init --vocab-from {v}: wrote {m}")
+    os.remove(ll)
+    os.remove(tb)
+
     # init: deterministic by seed, GPT-2 statistics
     expect(base + ["-o", m, "--seed", "5"], 0)
     expect(base + ["-o", p("m2.gguf"), "--seed", "5"], 0)
