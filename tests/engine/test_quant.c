@@ -323,6 +323,56 @@ Test(matmul_w, bf16_gemm) {
     tc_free(&c);
 }
 
+/* F16 and BF16 weights for T > 1 are widened inside the f32 GEMM's packing
+ * (x86 matmul_tmpl.h, NEON matmul_neon.c) or its few-token loads: every
+ * output gets the operations the f32 matmul gives it on the widened matrix,
+ * so bit for bit k.matmul on W decoded here (elem: from the bytes, not
+ * through the engine). Not where the BF16 GEMM rounds X first (bf16_act);
+ * the reference sums in its own order and is left out. Token counts around
+ * the few-token cutover and the tiles, lengths around the 4/8/16-wide steps
+ * and KC = 256, rows around the tiles' 12/16/32 columns, and a sub-range as
+ * the pool hands it out. */
+Test(matmul_w, half_gemm_equals_f32_widened) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int Ts[] = {2, 3, 8, 9, 13, 17, 33, 130};
+    static const int ins[] = {1, 3, 4, 7, 17, 255, 257, 768};
+    static const int outs[] = {1, 5, 12, 13, 25, 50};
+    static const tg_wtype ht[] = {TG_WTYPE_F16, TG_WTYPE_BF16};
+    int n = 0;
+    for (int ty = 0; ty < LEN(ht); ty++)
+        for (int ti = 0; ti < LEN(Ts); ti++)
+            for (int a = 0; a < LEN(ins); a++)
+                for (int bo = 0; bo < LEN(outs); bo++, n++) {
+                    int T = Ts[ti], in = ins[a], out = outs[bo];
+                    if ((double)T * in * out > 4e5) continue;
+                    tcase c = tc_new(&r, ht[ty], T, in, out, n & 1);
+                    float *wf = ck_alloc((size_t)out * in);
+                    for (int o = 0; o < out; o++)
+                        for (int i = 0; i < in; i++)
+                            wf[(size_t)o * in + i] = (float)elem(c.type, c.w + (size_t)o * c.ldw, i);
+                    size_t ny = (size_t)T * out;
+                    float *want = ck_alloc(ny), *got = ck_alloc(ny);
+                    int o0 = out > 16 ? 16 : 0;
+                    for (int e = 0; e < n_eng; e++) {
+                        if (rounds_x(&eng[e], &c)) continue;
+                        ck_poison(want, ny);
+                        eng[e].k.matmul(want, c.x, wf, c.b, T, in, out, o0, out);
+                        ck_poison(got, ny);
+                        run_kernel(&eng[e], &c, got, o0, out);
+                        CK_EXPECT_GUARDS(got, "%s %s widened", tg_wtype_name(c.type), tg_isa_name(eng[e].isa));
+                        CK_EXPECT_BITEQUAL(got, want, ny, "matmul_w %s %s T=%d in=%d out=%d cols %d.. vs "
+                                           "the f32 matmul on the widened W", tg_wtype_name(c.type),
+                                           tg_isa_name(eng[e].isa), T, in, out, o0);
+                    }
+                    ck_free(wf);
+                    ck_free(want);
+                    ck_free(got);
+                    tc_free(&c);
+                }
+}
+
 /* The GPT-2 vocabulary projection: OUT = 50257 rows. */
 Test(matmul_w, vocab) {
     tg_engine ref, eng[TG_ISA_COUNT];
