@@ -298,15 +298,17 @@ Test(matmul_w, q4_0_gemv_extremes) {
             }
 }
 
-/* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): the
- * prefill token counts 3, 17, 128 against rows 1, 3, 17, 50 and lengths
- * around the pair and 32-wide steps, odd ones included. */
+/* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): every
+ * token count 1..16 (AVX512-BF16: the GEMV, few_bf16 at T 2..8 with X
+ * rounded, the vdpbf16ps GEMM's partial 16-token tiles from T 9), 17 and
+ * 128, against rows 1, 3, 17, 31, 33, 50 and lengths around the pair and
+ * 32-wide steps, odd ones included; the bf16 tolerance where X is rounded. */
 Test(matmul_w, bf16_gemm) {
     tg_engine ref, eng[TG_ISA_COUNT];
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
-    static const int Ts[] = {2, 3, 6, 7, 17, 128};
+    static const int Ts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 128};
     static const int outs[] = {1, 3, 17, 31, 33, 50};
     static const int ins[] = {1, 2, 15, 31, 32, 33, 64, 97, 768};
     int n = 0;
