@@ -330,7 +330,8 @@ Test(matmul_w, bf16_gemm) {
  * output gets the operations the f32 matmul gives it on the widened matrix,
  * so bit for bit k.matmul on W decoded here (elem: from the bytes, not
  * through the engine). Not where the BF16 GEMM rounds X first (bf16_act);
- * the reference sums in its own order and is left out. Token counts around
+ * the reference sums in its own order and is left out; the f32 matmul is
+ * that of the ISA whose table installed the typed kernel. Token counts around
  * the few-token cutover and the tiles, lengths around the 4/8/16-wide steps
  * and KC = 256, rows around the tiles' 12/16/32 columns, and a sub-range as
  * the pool hands it out. */
@@ -359,8 +360,17 @@ Test(matmul_w, half_gemm_equals_f32_widened) {
                     int o0 = out > 16 ? 16 : 0;
                     for (int e = 0; e < n_eng; e++) {
                         if (rounds_x(&eng[e], &c)) continue;
+                        /* the f32 matmul of the table that installed this kernel: an
+                         * AVX-512 engine without AVX512-VNNI keeps AVX2's F16/BF16
+                         * kernels (init_x86.c) beside its own f32 matmul */
+                        int fam = e;
+                        for (int f = 0; f < e; f++)
+                            if (eng[f].k.matmul_w[c.type] == eng[e].k.matmul_w[c.type]) {
+                                fam = f;
+                                break;
+                            }
                         ck_poison(want, ny);
-                        eng[e].k.matmul(want, c.x, wf, c.b, T, in, out, o0, out);
+                        eng[fam].k.matmul(want, c.x, wf, c.b, T, in, out, o0, out);
                         ck_poison(got, ny);
                         run_kernel(&eng[e], &c, got, o0, out);
                         CK_EXPECT_GUARDS(got, "%s %s widened", tg_wtype_name(c.type), tg_isa_name(eng[e].isa));
