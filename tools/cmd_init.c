@@ -189,8 +189,11 @@ int cmd_init(int argc, char **argv) {
             /* not a model: a Llama's tokenizer file (tokenizer.bin/.json) takes --arch llama */
             tg_vocab sv;
             tg_err ignored;
-            int spm = !tg_vocab_load(&sv, vocab_from, &ignored) && sv.kind == TG_VOCAB_SPM;
-            if (spm) tg_vocab_free(&sv);
+            int spm = 0;
+            if (!tg_vocab_load(&sv, vocab_from, &ignored)) {
+                spm = sv.kind == TG_VOCAB_SPM;
+                tg_vocab_free(&sv);
+            }
             if (spm)
                 return cli_error("init", "%s: a SentencePiece (Llama) vocabulary: add --arch llama to initialise a "
                                  "Llama with it", vocab_from);
