@@ -43,12 +43,10 @@ static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
 
 /* The prefill kernels' scratch, each carved in order from ws (64-aligned
  * pieces, hence the slack):
- *   decode to the f32 GEMM (NEON quant_neon_tmpl.h: F16 and BF16; every
- *     table has an integer GEMM for Q8_0/Q4_0): max(~2 MiB, 16 rows) of W
- *     rows as f32
  *   x86 F16/BF16 (matmul_tmpl.h, W widened in the f32 GEMM's packing): one
- *     packed X block of MC_HALF = 256 tokens (+ MR - 1) × KC = 256 floats,
- *     264 KiB at most: within the term above
+ *     packed X block of MC_HALF = 256 tokens (+ MR - 1, MR <= 8) × KC = 256
+ *     floats, 263 KiB at most (NEON widens W in its f32 GEMM's packing too,
+ *     arm/matmul_neon.c, with its panels on the stack: no scratch)
  *   the integer GEMM (x86 qgemm_tmpl.h, NEON qgemm_neon_tmpl.h): X's block
  *     scales and corrections (8 bytes per block of each row) and one packed
  *     panel of at most 32 rows (36 bytes per block and row)
@@ -68,7 +66,7 @@ size_t tg_matmul_w_scratch(tg_wtype t, int T, int in) {
     if (t == TG_WTYPE_F32 || (unsigned)t >= TG_WTYPE_COUNT || T <= 1 || in <= 0) return 0;
     size_t Tz = (size_t)T, n = (size_t)in, nb = n / TG_QK, P = (n + 1) / 2;
     int q8 = tg_wtype_q8_act(t);
-    size_t dec = q8 ? 0 : size_max((size_t)512 * 1024 * sizeof(float), (size_t)TG_ROW_BLOCK * n * sizeof(float));
+    size_t half = t == TG_WTYPE_F16 || t == TG_WTYPE_BF16 ? (size_t)(256 + 8 - 1) * 256 * sizeof(float) : 0;
     size_t qg = q8 ? Tz * nb * 8 + nb * (TG_QK + 4) * 32 : 0;
     size_t bx = (Tz + 31) * P * 4, bchunk = size_max((size_t)256 * 1024, 32 * P * 4);
     size_t bg = t == TG_WTYPE_BF16 ? (bx < bchunk ? bx : bchunk) + (P + 24) * 4 : 0;
@@ -76,7 +74,7 @@ size_t tg_matmul_w_scratch(tg_wtype t, int T, int in) {
     size_t amx = 64 + (t == TG_WTYPE_BF16 ? Tp * Pp * 4 + Pp * 32 * 4 + 16 * 16 * 4
                        : q8 ? Tp * nb * (TG_QK + 4) + ws_round(nb * (TG_QK + 4) * 32) + 2 * 32 * 32 * 4
                             : 0);
-    return size_max(size_max(dec, amx), size_max(qg, bg)) + 4 * WS_ALIGN;
+    return size_max(size_max(half, amx), size_max(qg, bg)) + 4 * WS_ALIGN;
 }
 
 static size_t xq_bytes(tg_wtype t, int T, int in) {

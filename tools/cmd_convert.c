@@ -12,18 +12,19 @@
 
 static const char *usage_text =
     "usage: tinygpt convert MODEL -o OUT.gguf [--dtype TYPE] [--tokenizer PATH]\n"
-    "  MODEL               a Hugging Face GPT-2 folder (config.json, model.safetensors,\n"
-    "                      vocab.json, merges.txt) or Llama folder (config.json,\n"
-    "                      model.safetensors, tokenizer.json), a llama2.c checkpoint\n"
-    "                      (.bin, ak42 v1/v2), or a GGUF file to re-encode\n"
+    "  MODEL               a Hugging Face GPT-2 folder (config.json,\n"
+    "                      model.safetensors, vocab.json, merges.txt) or Llama\n"
+    "                      folder (config.json, model.safetensors, tokenizer.json),\n"
+    "                      a llama2.c checkpoint (.bin, ak42 v1/v2), or a GGUF file\n"
+    "                      to re-encode\n"
     "  -o, --output OUT    the GGUF file to write (required)\n"
     "  --dtype TYPE        how the matrices are stored: f32|f16|bf16|q8_0|q4_0\n"
     "                      (default f32; vectors and position_embd stay f32)\n"
     "  --tokenizer PATH    the vocabulary to write: llama2.c tokenizer.bin, GGUF,\n"
     "                      tokenizer.json or Hugging Face folder (a llama2.c\n"
     "                      checkpoint holds none, so it needs one)\n"
-    "  --no-check          do not scan the weights for NaN/inf at load (they are copied\n"
-    "                      as they are)\n";
+    "  --no-check          do not scan the weights for NaN/inf at load (they are\n"
+    "                      copied as they are)\n";
 
 static void help(FILE *f) { fputs(usage_text, f); }
 

@@ -14,13 +14,16 @@
 #include "tools/cli.h"
 #include "weights/gpt2.h"
 #include "weights/llama.h"
+#include "weights/model.h"
 #include "weights/vocab.h"
 
 static const char *usage_text =
-    "usage: tinygpt init --layers L --heads H --embd E --ctx C (--vocab-from PATH | --byte-vocab)\n"
-    "                    [--seed S] [--dtype TYPE] -o OUT.gguf\n"
+    "usage: tinygpt init --layers L --heads H --embd E --ctx C\n"
+    "                    (--vocab-from PATH | --byte-vocab) [--seed S] [--dtype TYPE]\n"
+    "                    -o OUT.gguf\n"
     "  --layers L          transformer blocks, [1, 1024] (required)\n"
-    "  --heads H           attention heads per block, [1, 1024], dividing E (required)\n"
+    "  --heads H           attention heads per block, [1, 1024], dividing E\n"
+    "                      (required)\n"
     "  --embd E            width, [1, 65536] (required; the MLP is 4E wide)\n"
     "  --ctx C             context length in tokens, [1, 2^20] (required)\n"
     "  --vocab-from PATH   take the tokenizer of a GGUF or Hugging Face folder\n"
@@ -34,13 +37,14 @@ static const char *usage_text =
     "token embedding. Exactly one of --vocab-from and --byte-vocab.\n"
     "A Llama (RMSNorm, RoPE, SwiGLU, grouped-query attention, no biases):\n"
     "  --arch ARCH         gpt2 | llama (default gpt2)\n"
-    "  --kv-heads KVH      llama: key/value heads, [1, 1024], dividing --heads (default:\n"
-    "                      --heads; 1 is multi-query attention)\n"
+    "  --kv-heads KVH      llama: key/value heads, [1, 1024], dividing --heads\n"
+    "                      (default: --heads; 1 is multi-query attention)\n"
     "  --ff F              llama: feed-forward width, [1, 2^20] (default llama2.c's:\n"
     "                      2/3 of 4E rounded up to a multiple of 32)\n"
     "  --rope-theta T      llama: RoPE base, (0, 1e9] (default 10000)\n"
     "  --untied            llama: an output.weight of its own (default: tied)\n"
-    "  --vocab-from PATH   llama: any vocabulary (tokenizer.bin, tokenizer.json, GGUF)\n";
+    "  --vocab-from PATH   llama: any vocabulary (tokenizer.bin, tokenizer.json,\n"
+    "                      GGUF)\n";
 
 /* splitmix64: a small seeded generator; Box-Muller for normals */
 typedef struct rng {
@@ -180,8 +184,27 @@ int cmd_init(int argc, char **argv) {
             return cli_error("init", "%s: has no tokenizer", vocab_from);
         }
     } else {
-        tg_gpt2_model vm;
-        if (tg_gpt2_load(&vm, vocab_from, 1, &err)) return cli_error("init", "%s", err.msg);
+        tg_model vm;
+        if (tg_model_load(&vm, vocab_from, TG_LOAD_VOCAB_ONLY, &err)) {
+            /* not a model: a Llama's tokenizer file (tokenizer.bin/.json) takes --arch llama */
+            tg_vocab sv;
+            tg_err ignored;
+            int spm = 0;
+            if (!tg_vocab_load(&sv, vocab_from, &ignored)) {
+                spm = sv.kind == TG_VOCAB_SPM;
+                tg_vocab_free(&sv);
+            }
+            if (spm)
+                return cli_error("init", "%s: a SentencePiece (Llama) vocabulary: add --arch llama to initialise a "
+                                 "Llama with it", vocab_from);
+            return cli_error("init", "%s", err.msg);
+        }
+        if (vm.cfg.arch != TG_ARCH_GPT2) {
+            const char *arch = tg_arch_name(vm.cfg.arch); /* a static name */
+            tg_model_free(&vm);
+            return cli_error("init", "%s: a %s model: add --arch llama to initialise a Llama with its vocabulary "
+                             "(a GPT-2 takes a GPT-2 model's)", vocab_from, arch);
+        }
         if (!vm.vocab.n_tokens) {
             tg_gpt2_free(&vm);
             return cli_error("init", "%s: has no tokenizer", vocab_from);

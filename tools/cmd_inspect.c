@@ -26,13 +26,13 @@ static const char *usage_text =
     "Prints the format, the configuration, the parameter count, every tensor (name,\n"
     "type, shape, bytes in the file, offset, resident bytes) with the totals, the\n"
     "tokenizer and the problems found. Resident bytes are what the loaded model holds\n"
-    "for a tensor: its mapped bytes in the file's type (matrices stay f16, bf16, q8_0,\n"
-    "q4_0), or 4 per element where the loader converts it to f32 (1-D tensors and\n"
-    "position_embd in another type; every tensor of a Hugging Face GPT-2 folder; a\n"
-    "Llama matrix whose data is not aligned for its type); 0 for a tensor the model\n"
-    "does not read (an output.weight tied to token_embd). Problems are\n"
-    "what keeps the model from running (every tensor is scanned for NaN/inf, and the\n"
-    "tokenizer is built); the exit status is 1 when there is one.\n";
+    "for a tensor: its mapped bytes in the file's type (matrices stay f16, bf16,\n"
+    "q8_0, q4_0), or 4 per element where the loader converts it to f32 (1-D tensors\n"
+    "and position_embd in another type; every tensor of a Hugging Face GPT-2 folder;\n"
+    "a Llama matrix whose data is not aligned for its type); 0 for a tensor the model\n"
+    "does not read (an output.weight tied to token_embd). Problems are what keeps the\n"
+    "model from running (every tensor is scanned for NaN/inf, and the tokenizer is\n"
+    "built); the exit status is 1 when there is one.\n";
 
 /* One row of the tensor table, whatever the format. */
 typedef struct tensor_row {
@@ -306,6 +306,8 @@ int cmd_inspect(int argc, char **argv) {
     tg_err err = {{0}};
     struct stat sb;
     if (stat(path, &sb) != 0) return cli_error("inspect", "%s: no such file or folder", path);
+    if (S_ISREG(sb.st_mode) && tg_model_check_size(path, (unsigned long long)sb.st_size, &err))
+        return cli_error("inspect", "%s", err.msg); /* too short for any format */
     int lr = inspect_llama(path, json); /* llama2.c files, HF Llama folders */
     if (lr >= 0) return lr;
     if (S_ISDIR(sb.st_mode)) {

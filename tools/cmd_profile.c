@@ -39,28 +39,30 @@ typedef struct profile_args {
 
 /* What every column of the text tables means: under the tables and in --help. */
 static const char op_legend[] =
-    "columns: calls = how often the op was timed (once per step and layer; the attention\n"
-    "parts once per step, layer and head); total ms = wall time inside the op; % phase =\n"
-    "its share of the phase's wall time; µs/call = total / calls; GFLOP/s = its\n"
-    "floating-point operations (model/opcount.h) per second; GB/s = every byte it reads\n"
-    "(weights, KV cache, activations) per second; % roof = the roofline bound\n"
-    "max(flops / FMA peak, (weight + KV cache bytes) / DRAM bandwidth) over its time\n"
-    "('-': no roofline, or an op with no cost model). (outside ops) = the phase's time\n"
-    "no op was running: glue, the probe's clock reads, dispatch, wake-ups.\n";
+    "columns: calls = how often the op was timed (once per step and layer; the\n"
+    "attention parts once per step, layer and head); total ms = wall time inside the\n"
+    "op; % phase = its share of the phase's wall time; µs/call = total / calls;\n"
+    "GFLOP/s = its floating-point operations (model/opcount.h) per second; GB/s =\n"
+    "every byte it reads (weights, KV cache, activations) per second; % roof = the\n"
+    "roofline bound max(flops / FMA peak, (weight + KV cache bytes) / DRAM\n"
+    "bandwidth) over its time ('-': no roofline, or an op with no cost model).\n"
+    "(outside ops) = the phase's time no op was running: glue, the probe's clock\n"
+    "reads, dispatch, wake-ups.\n";
 static const char sweep_legend[] =
-    "columns: ctx = positions in the cache; step µs = median decode step; attn µs = its\n"
-    "attention (scores + softmax + mix, all layers and heads); attn % = attn / step;\n"
-    "µs/head = attn µs / (layers x heads); scores, softmax, mix = the three parts in µs\n"
-    "per step; GFLOP/s = attention's flops per second; % roof = its roofline bound;\n"
-    "KV KiB = the K/V cache bytes one step's attention reads (KV heads x head size x\n"
-    "positions x layers x 2 x 4 bytes, 2 with --kv-type f16: grouped-query and\n"
-    "multi-query models read less).\n";
+    "columns: ctx = positions in the cache; step µs = median decode step; attn µs =\n"
+    "its attention (scores + softmax + mix, all layers and heads); attn % = attn /\n"
+    "step; µs/head = attn µs / (layers x heads); scores, softmax, mix = the three\n"
+    "parts in µs per step; GFLOP/s = attention's flops per second; % roof = its\n"
+    "roofline bound; KV KiB = the K/V cache bytes one step's attention reads (KV\n"
+    "heads x head size x positions x layers x 2 x 4 bytes, 2 with --kv-type f16:\n"
+    "grouped-query and multi-query models read less).\n";
 
 static void usage_text(FILE *f) {
     fprintf(f,
-            "usage: tinygpt profile [-m MODEL] [-p PROMPT | --prompt-tokens N] [-n GEN] [-r REPEAT]\n"
-            "                       [-t THREADS] [--isa ISA] [--per-layer] [--per-head] [--json | --csv]\n"
-            "                       [--trace FILE.json] [--ctx-sweep 32,64,...] [--sweep-steps N]\n"
+            "usage: tinygpt profile [-m MODEL] [-p PROMPT | --prompt-tokens N] [-n GEN]\n"
+            "                       [-r REPEAT] [-t THREADS] [--isa ISA] [--per-layer]\n"
+            "                       [--per-head] [--json | --csv] [--trace FILE.json]\n"
+            "                       [--ctx-sweep 32,64,...] [--sweep-steps N]\n"
             "                       [--no-roofline] [--probe-seconds S] [--seed N]\n"
             "\n"
             "Profiles a prefill of the prompt (PROMPT's tokens, or N random tokens, default\n"
@@ -77,7 +79,8 @@ static void usage_text(FILE *f) {
             "  --prompt-tokens N     prefill N random tokens instead, [1, the context - GEN]\n"
             "                        (default 128, fewer if the context is short)\n"
             "  -n, --gen, --n-predict GEN  decode steps after the prompt, each followed by\n"
-            "                        the sampler, [0, 2^20] and within the context (default 32)\n"
+            "                        the sampler, [0, 2^20] and within the context\n"
+            "                        (default 32)\n"
             "  -r, --repeat REPEAT   run the whole prefill + decode REPEAT times, [1, 10000]\n"
             "                        (default 1); the tables add them up (steadier on a\n"
             "                        busy machine)\n"
@@ -88,7 +91,8 @@ static void usage_text(FILE *f) {
             "  --per-head            attention rows per head (summed over layers)\n"
             "  --json                every number as one JSON object\n"
             "  --csv                 the rows as CSV (phase, op, layer, head, ...)\n"
-            "  --trace FILE.json     Chrome trace events (ui.perfetto.dev): one track per thread\n"
+            "  --trace FILE.json     Chrome trace events (ui.perfetto.dev): one track per\n"
+            "                        thread\n"
             "  --ctx-sweep LIST      decode at each context length instead, each in [1, the\n"
             "                        context - 1], at most 64: attention's share of the step\n"
             "                        and its µs per head\n"
@@ -99,10 +103,11 @@ static void usage_text(FILE *f) {
             "  --seed N              seed of the random prompt tokens and of the sampler,\n"
             "                        [0, 2^62] (default 0)\n"
             "  --no-check            do not scan the weights for NaN/inf at load\n"
-            "  --kv-type TYPE        KV cache elements: f32 or f16 (half the bytes) (default f32)\n"
+            "  --kv-type TYPE        KV cache elements: f32 or f16 (half the bytes)\n"
+            "                        (default f32)\n"
             "\n");
     fputs(op_legend, f);
-    fputs("--ctx-sweep ", f);
+    fputs("With --ctx-sweep, its table's\n", f);
     fputs(sweep_legend, f);
 }
 

@@ -18,18 +18,22 @@ static void help(FILE *f) {
             "usage: tinygpt task NAME [--task-opts K=V,...] [--sample N] [--seed S] [--json]\n"
             "  NAME              %s\n"
             "  --task-opts K=V,...  the task's options, comma-separated (default: as below):\n"
-            "      marked-tuple  len=16 digits=3 k=4 spacing=1: k digits are marked with the same\n"
-            "                    marked tokens; answer after '?': the tuple of marked digits in order\n"
-            "      pair-lookup   len=16 digits=3 k=2: mark j has its own tokens (a0.., b0..);\n"
-            "                    answer: (digit marked a, digit marked b, ...)\n"
-            "      offsets       len=12 digits=4 offsets=3:7: answer: the digits 3 and 7 before '?'\n"
-            "      assoc-recall  pairs=8 queries=4 keys=16 values=16: key value ... then queried\n"
-            "                    keys, each followed by its value (the answers)\n"
-            "      induction     len=12 jitter=5 vocab=32: filler, then a block of distinct tokens\n"
-            "                    (len-jitter..len long) twice; the last len-jitter-1 are the answers\n"
+            "      marked-tuple  len=16 digits=3 k=4 spacing=1: k digits are marked with\n"
+            "                    the same marked tokens; answer after '?': the tuple of\n"
+            "                    marked digits in order\n"
+            "      pair-lookup   len=16 digits=3 k=2: mark j has its own tokens (a0..,\n"
+            "                    b0..); answer: (digit marked a, digit marked b, ...)\n"
+            "      offsets       len=12 digits=4 offsets=3:7: answer: the digits 3 and 7\n"
+            "                    before '?'\n"
+            "      assoc-recall  pairs=8 queries=4 keys=16 values=16: key value ... then\n"
+            "                    queried keys, each followed by its value (the answers)\n"
+            "      induction     len=12 jitter=5 vocab=32: filler, then a block of\n"
+            "                    distinct tokens (len-jitter..len long) twice; the last\n"
+            "                    len-jitter-1 are the answers\n"
             "  --sample N        print N example sequences, [0, 10^6] (default 3)\n"
             "  --seed S          their seed, [0, 2^32-1] (default 1)\n"
-            "  --json            everything as JSON: vocab, and per sample seq, answer, role, src\n",
+            "  --json            everything as JSON: vocab, and per sample seq, answer,\n"
+            "                    role, src\n",
             tg_task_names());
 }
 

@@ -15,8 +15,8 @@ static const char *const CMD = "tokenize";
 
 static void help(FILE *f) {
     fprintf(f,
-            "usage: tinygpt tokenize [-m MODEL | --tokenizer PATH] (-p TEXT | -f FILE) [--json]\n"
-            "                        [--verbose] [--no-parse-special]\n"
+            "usage: tinygpt tokenize [-m MODEL | --tokenizer PATH] (-p TEXT | -f FILE)\n"
+            "                        [--json] [--verbose] [--no-parse-special]\n"
             "  -m, --model MODEL   GGUF file (a vocabulary-only one will do) or Hugging Face\n"
             "                      GPT-2 folder (vocab.json, merges.txt) or Llama folder\n"
             "                      (tokenizer.json); a llama2.c .bin holds no vocabulary:\n"
@@ -30,8 +30,8 @@ static void help(FILE *f) {
             "                      token as spelled in the vocabulary, e.g. \"Ġthe\")\n"
             "  --verbose           one token per line: id and its bytes, escaped\n"
             "  --no-parse-special  treat \"<|endoftext|>\" in the text as plain text (as the\n"
-            "                      reference GPT-2 encoder does); by default it is the special\n"
-            "                      token, as in `generate`\n"
+            "                      reference GPT-2 encoder does); by default it is the\n"
+            "                      special token, as in `generate`\n"
             "  --tokenizer PATH    use this vocabulary instead of a model's (not with -m):\n"
             "                      llama2.c tokenizer.bin, GGUF, tokenizer.json or HF folder\n");
 }

@@ -22,14 +22,15 @@ typedef struct run_opts {
  * (dst: an int set to 1). */
 #define RUN_OPT_NO_CHECK(dst) CLI_FLAG("--no-check", NULL, dst, 1)
 #define RUN_HELP_NO_CHECK \
-    "  --no-check            do not scan the weights for NaN/inf at load (huge files; a\n" \
-    "                        non-finite logit still stops the run)\n"
+    "  --no-check            do not scan the weights for NaN/inf at load (huge\n" \
+    "                        files; a non-finite logit still stops the run)\n"
 
 /* --tokenizer PATH, wherever a model is loaded (dst: a const char *). */
 #define RUN_OPT_TOKENIZER(dst) CLI_STR("--tokenizer", NULL, dst)
 #define RUN_HELP_TOKENIZER \
     "  --tokenizer PATH      use this vocabulary instead of the model's: llama2.c\n" \
-    "                        tokenizer.bin, GGUF, tokenizer.json or Hugging Face folder\n"
+    "                        tokenizer.bin, GGUF, tokenizer.json or Hugging Face\n" \
+    "                        folder\n"
 
 /* --kv-type f32|f16, wherever a model runs (dst: a const char *). */
 #define RUN_OPT_KV_TYPE(dst) CLI_STR("--kv-type", NULL, dst)

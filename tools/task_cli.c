@@ -120,7 +120,29 @@ tg_status task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, tas
 
 /* ---- train --task ------------------------------------------------------------ */
 
+const char *task_names_wrapped(char *buf, size_t cap, int col, int indent) {
+    const char *s = tg_task_names();
+    size_t n = 0;
+    buf[0] = 0;
+    while (*s) {
+        const char *e = strstr(s, ", ");
+        size_t len = e ? (size_t)(e - s) + 1 : strlen(s); /* a name and its comma */
+        if (n && col + 1 + (int)len > 80) {
+            n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "\n%*s", indent, "");
+            col = indent;
+        } else if (n) {
+            n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, " ");
+            col++;
+        }
+        n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%.*s", (int)len, s);
+        col += (int)len;
+        s += len + (e ? 1 : 0);
+    }
+    return buf;
+}
+
 static void train_help(FILE *f) {
+    char names[256];
     fprintf(f,
             "usage: tinygpt train --task NAME -o OUT.gguf [options]\n"
             "  --task NAME          a synthetic task: %s\n"
@@ -133,7 +155,8 @@ static void train_help(FILE *f) {
             "  --embd E             width, [1, 4096] (default 64)\n"
             "  --ctx C              context, [2, 8192]; at least the task's input length\n"
             "                       (default: that length)\n"
-            "  --batch B            sequences per step, fresh every step, [1, 4096] (default 32)\n"
+            "  --batch B            sequences per step, fresh every step, [1, 4096]\n"
+            "                       (default 32)\n"
             "  --steps S            optimizer steps, [1, 10^8] (default 1500)\n"
             "  --lr LR              peak learning rate, [1e-9, 10] (default 3e-3)\n"
             "  --lr-min LR          final learning rate of the cosine decay, [0, 10]\n"
@@ -152,7 +175,7 @@ static void train_help(FILE *f) {
             "  --resume CKPT        refused: task runs are short (run again)\n"
             "The loss is on answer positions only; the held-out sequences come from a\n"
             "stream of the seed that training never draws from.\n",
-            tg_task_names());
+            task_names_wrapped(names, sizeof names, 41, 23));
 }
 
 static double now_s(void) {
@@ -402,9 +425,10 @@ done:
 /* ---- eval --task ------------------------------------------------------------- */
 
 static void eval_help(FILE *f) {
+    char names[256];
     fprintf(f,
-            "usage: tinygpt eval -m MODEL [--task NAME [--task-opts K=V,...]] [-n N] [--seed S]\n"
-            "                    [--json] [-t THREADS] [--isa ISA]\n"
+            "usage: tinygpt eval -m MODEL [--task NAME [--task-opts K=V,...]] [-n N]\n"
+            "                    [--seed S] [--json] [-t THREADS] [--isa ISA]\n"
             "  -m, --model MODEL    a model trained with train --task (required; its task is\n"
             "                       the default)\n"
             "  --task NAME          the task to score: %s\n"
@@ -416,10 +440,10 @@ static void eval_help(FILE *f) {
             "  --json               print {task, opts, sequences, answers, correct, accuracy,\n"
             "                       sequence_accuracy, loss, chance, seed}\n"
             "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
-            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
-            "                       this CPU supports)\n"
+            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the\n"
+            "                       best this CPU supports)\n"
             "  -f, --file TEXT      refused with --task (eval -f TEXT scores a text)\n",
-            tg_task_names());
+            task_names_wrapped(names, sizeof names, 41, 23));
 }
 
 int task_path_records(const char *path) {

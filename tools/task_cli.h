@@ -61,6 +61,11 @@ tg_status task_score_run(tg_gpt *g, const tg_task *t, tg_rng r, long n_seqs, tas
 
 /* `tinygpt train --task ...` (cmd_train hands over when --task is given). */
 int task_train(int argc, char **argv);
+
+/* The task names (tg_task_names) for a help row's description starting at
+ * column `col`: wrapped to 80 columns, later lines indented by `indent`
+ * spaces. Returns buf. */
+const char *task_names_wrapped(char *buf, size_t cap, int col, int indent);
 /* cmd_train: is this a task run (is --task among the arguments)? */
 int task_cli_wants(int argc, char **argv);
 /* Whether option sh or lg (lg may be NULL) is among the arguments before

@@ -191,6 +191,7 @@ done:
 /* ---- attention on a task example ------------------------------------------------- */
 
 static void attention_help(FILE *f) {
+    char names[256];
     fprintf(f,
             "usage: tinygpt attention -m MODEL [--task NAME [--task-opts K=V,...]] [--seed S]\n"
             "                         [--layer L] [--head H] [--query I] [--svg FILE] [--log]\n"
@@ -211,10 +212,10 @@ static void attention_help(FILE *f) {
             "  --log                colour the heatmaps by log10 weight (default: linear)\n"
             "  --json               print every weight as JSON instead of bars\n"
             "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
-            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the best\n"
-            "                       this CPU supports)\n"
+            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the\n"
+            "                       best this CPU supports)\n"
             "  -p, --prompt PROMPT  refused: the example comes from --seed\n",
-            tg_task_names());
+            task_names_wrapped(names, sizeof names, 48, 23));
 }
 
 int task_attention_maybe(int argc, char **argv) {

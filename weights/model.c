@@ -72,6 +72,14 @@ tg_status wt_bind_gguf(tg_model *m, const char *path, int flags, tg_err *err) {
     return gpt2_bind_gguf(m, path, flags, err); /* gpt2, or its errors for the rest */
 }
 
+tg_status tg_model_check_size(const char *path, unsigned long long size, tg_err *err) {
+    static const char expected[] = "expected a GGUF file, a llama2.c .bin checkpoint or a Hugging Face folder";
+    if (size == 0) return tg_fail(err, TG_ERR_FORMAT, "%s: empty file, not a model (%s)", path, expected);
+    if (size < 4)
+        return tg_fail(err, TG_ERR_FORMAT, "%s: %llu bytes, too short for any model (%s)", path, size, expected);
+    return TG_OK;
+}
+
 tg_status tg_model_load(tg_model *m, const char *path, int flags, tg_err *err) {
     memset(m, 0, sizeof *m);
     m->vocab.bos_id = m->vocab.eos_id = -1;
@@ -84,7 +92,10 @@ tg_status tg_model_load(tg_model *m, const char *path, int flags, tg_err *err) {
     tg_status s;
     int claimed = 0;
     char why[160] = "";
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    int st_ok = stat(path, &sb) == 0;
+    if (st_ok && S_ISREG(sb.st_mode) && (s = tg_model_check_size(path, (unsigned long long)sb.st_size, err))) {
+        /* too short for any format */
+    } else if (st_ok && S_ISDIR(sb.st_mode)) {
         s = tg_hf_is_llama(path) ? hf_llama_load(m, path, flags, err) : hf_load(m, path, flags, err);
     } else if ((s = wt_llama2c_probe(m, path, flags, &claimed, why, sizeof why, err)) || claimed) {
         /* a llama2.c file (loaded, or its error) */

@@ -29,6 +29,13 @@ typedef struct tg_model tg_model;
 tg_status tg_model_load(tg_model *m, const char *path, int flags, tg_err *err);
 void tg_model_free(tg_model *m);
 
+/* What every format needs at least: a regular file of `size` bytes under 4
+ * (no format's magic or header fits) is TG_ERR_FORMAT with one line naming
+ * what a model can be (a GGUF file, a llama2.c .bin checkpoint, a Hugging
+ * Face folder); TG_OK otherwise. tg_model_load checks it first; callers that
+ * read a file's format themselves (inspect) call it for the same words. */
+tg_status tg_model_check_size(const char *path, unsigned long long size, tg_err *err);
+
 /* Parameters of the loaded architecture (the classifier counted only when untied). */
 size_t tg_model_n_params(const tg_model *m);
 /* Is the classifier tied to the token embedding? */

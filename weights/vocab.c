@@ -702,6 +702,10 @@ tg_status tg_vocab_load(tg_vocab *v, const char *path, tg_err *err) {
     ssize_t got = read(fd, head, sizeof head);
     close(fd);
     if (got < 0) return tg_fail(err, TG_ERR_IO, "%s: cannot read", path);
+    if (got < 4) /* too short for any of them */
+        return tg_fail(err, TG_ERR_FORMAT,
+                       "%s: %s, not a vocabulary (expected a GGUF file, a llama2.c tokenizer.bin, a tokenizer.json "
+                       "or a Hugging Face folder)", path, got ? "under 4 bytes" : "empty file");
     tg_status s;
     if (got >= 4 && !memcmp(head, "GGUF", 4)) {
         tg_gguf *g;

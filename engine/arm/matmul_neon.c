@@ -7,7 +7,10 @@
  *   T > 1   GEMM, Goto/BLIS style: X is packed per (MC × KC) block into
  *           MR-row micro-panels [kc][MR], W per (KC × NR) panel, transposed
  *           to [kc][NR]; the 8 × 12 register tile of tile_neon.h accumulates
- *           with lane-indexed FMAs.
+ *           with lane-indexed FMAs. W may also be IEEE half or bfloat16
+ *           (tg_matmul_neon_half): it is widened to f32 as its panel is
+ *           packed (exactly: every half is an f32), so the tiles and the
+ *           order of every sum are those of the f32 GEMM on the widened W.
  *
  * Why results do not depend on o0/o1 (or the thread count): in the GEMV
  * every row is summed by the same sequence of operations whichever row group
@@ -96,10 +99,33 @@ static void pack_x(float *xp, const float *x, int in, int mc, int kc) {
     }
 }
 
+/* W's element type in the GEMM: f32, or IEEE half / bfloat16 widened as packed */
+enum { NW_F32, NW_F16, NW_BF16 };
+
+/* 4 elements of a row of W from element k, as f32 */
+ALWAYS_INLINE float32x4_t load4_w(int wt, const void *row, int k) {
+    if (wt == NW_F32) return vld1q_f32((const float *)row + k);
+    uint16x4_t h = vld1_u16((const uint16_t *)row + k);
+    if (wt == NW_F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); /* bfloat16: the upper half of an f32 */
+}
+
+/* element k of a row of W, as f32 */
+ALWAYS_INLINE float load1_w(int wt, const void *row, int k) {
+    if (wt == NW_F32) return ((const float *)row)[k];
+    uint16_t h = ((const uint16_t *)row)[k];
+    return wt == NW_F16 ? tg_f16_to_f32(h) : tg_bf16_to_f32(h);
+}
+
+/* row `o` of W (rows ldw elements apart) */
+ALWAYS_INLINE const void *w_row(int wt, const void *w, size_t ldw, size_t o) {
+    return wt == NW_F32 ? (const void *)((const float *)w + o * ldw) : (const void *)((const uint16_t *)w + o * ldw);
+}
+
 /* dst[4][ld] = the 4 × 4 block r[0..3][k..k+3], transposed */
-ALWAYS_INLINE void transpose4(float *dst, size_t ld, const float *const r[4], int k) {
-    float32x4_t r0 = vld1q_f32(r[0] + k), r1 = vld1q_f32(r[1] + k);
-    float32x4_t r2 = vld1q_f32(r[2] + k), r3 = vld1q_f32(r[3] + k);
+ALWAYS_INLINE void transpose4(int wt, float *dst, size_t ld, const void *const r[4], int k) {
+    float32x4_t r0 = load4_w(wt, r[0], k), r1 = load4_w(wt, r[1], k);
+    float32x4_t r2 = load4_w(wt, r[2], k), r3 = load4_w(wt, r[3], k);
     float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)); /* r0k0 r1k0 r0k2 r1k2 */
     float64x2_t t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1)); /* r0k1 r1k1 r0k3 r1k3 */
     float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
@@ -110,28 +136,29 @@ ALWAYS_INLINE void transpose4(float *dst, size_t ld, const float *const r[4], in
     vst1q_f32(dst + 3 * ld, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
 }
 
-/* wp[kc][NR] = W[o.., k..]ᵀ for nr <= NR rows of W (ldw apart); columns
- * nr..NR-1 are 0. */
-static void pack_w(float *wp, const float *w, size_t ldw, int nr, int kc) {
+/* wp[kc][NR] = W[o.., k0..k0+kc)ᵀ as f32 for nr <= NR rows of W (of type
+ * wt, ldw elements apart, w at row o); columns nr..NR-1 are 0. */
+ALWAYS_INLINE void pack_w(int wt, float *wp, const void *w, size_t ldw, int nr, int kc, int k0) {
     for (int j0 = 0; j0 < NR; j0 += 4) {
-        const float *r[4];
+        const void *r[4];
         int live = 0;
         for (int j = 0; j < 4; j++) {
-            r[j] = j0 + j < nr ? w + (size_t)(j0 + j) * ldw : NULL;
+            r[j] = j0 + j < nr ? w_row(wt, w, ldw, (size_t)(j0 + j)) : NULL;
             live += r[j] != NULL;
         }
         int k = 0;
         if (live == 4)
-            for (; k + 4 <= kc; k += 4) transpose4(wp + (size_t)k * NR + j0, NR, r, k);
+            for (; k + 4 <= kc; k += 4) transpose4(wt, wp + (size_t)k * NR + j0, NR, r, k0 + k);
         for (; k < kc; k++) /* the last k steps, or a partial group of rows */
-            for (int j = 0; j < 4; j++) wp[(size_t)k * NR + j0 + j] = r[j] ? r[j][k] : 0.0f;
+            for (int j = 0; j < 4; j++) wp[(size_t)k * NR + j0 + j] = r[j] ? load1_w(wt, r[j], k0 + k) : 0.0f;
     }
 }
 
 /* ---- GEMM driver ---------------------------------------------------------------- */
 
-static void gemm(float *y, const float *x, const float *w, const float *b, int T, int in,
-                 int out, int o0, int o1) {
+/* W of type wt, rows ldw elements apart */
+ALWAYS_INLINE void gemm_w(int wt, float *y, const float *x, const void *w, size_t ldw, const float *b,
+                          int T, int in, int out, int o0, int o1) {
     alignas(16) float xp[(MC + MR - 1) / MR * MR * KC];
     alignas(16) float wp[KC * NR];
     for (int t0 = 0; t0 < T; t0 += MC) {
@@ -142,7 +169,7 @@ static void gemm(float *y, const float *x, const float *w, const float *b, int T
             pack_x(xp, x + (size_t)t0 * in + k0, in, mc, kc);
             for (int o = o0; o < o1; o += NR) {
                 const int nr = o1 - o < NR ? o1 - o : NR;
-                pack_w(wp, w + (size_t)o * in + k0, (size_t)in, nr, kc);
+                pack_w(wt, wp, w_row(wt, w, ldw, (size_t)o), ldw, nr, kc, k0);
                 const float *bo = last && b ? b + o : NULL;
                 for (int t = 0; t < mc; t += MR) {
                     const int mr = mc - t < MR ? mc - t : MR;
@@ -156,6 +183,30 @@ static void gemm(float *y, const float *x, const float *w, const float *b, int T
             }
         }
     }
+}
+
+/* each W type a function of its own */
+static void gemm(float *y, const float *x, const float *w, const float *b, int T, int in, int out,
+                 int o0, int o1) {
+    gemm_w(NW_F32, y, x, w, (size_t)in, b, T, in, out, o0, o1);
+}
+static void gemm_f16(float *y, const float *x, const void *w, size_t ldw, const float *b, int T, int in,
+                     int out, int o0, int o1) {
+    gemm_w(NW_F16, y, x, w, ldw, b, T, in, out, o0, o1);
+}
+static void gemm_bf16(float *y, const float *x, const void *w, size_t ldw, const float *b, int T, int in,
+                      int out, int o0, int o1) {
+    gemm_w(NW_BF16, y, x, w, ldw, b, T, in, out, o0, o1);
+}
+
+void tg_matmul_neon_half(int h16, float *y, const float *x, const void *w, size_t ldw, const float *b,
+                         int T, int in, int out, int o0, int o1) {
+    if (in == 0) /* an empty sum: y = b */
+        tg_bias_rows(y, b, T, out, o0, o1);
+    else if (h16)
+        gemm_f16(y, x, w, ldw / sizeof(uint16_t), b, T, in, out, o0, o1);
+    else
+        gemm_bf16(y, x, w, ldw / sizeof(uint16_t), b, T, in, out, o0, o1);
 }
 
 void tg_matmul_neon(float *y, const float *x, const float *w, const float *b, int T, int in,

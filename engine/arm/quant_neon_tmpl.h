@@ -13,8 +13,8 @@
  * The shape follows engine/x86/quant_tmpl.h: T == 1 GEMV on integer block
  * dots (Q8_0/Q4_0) or widened halves (F16/BF16); T > 1 for Q8_0/Q4_0 the
  * int8 GEMM on packed panels of W (qgemm_neon_tmpl.h: sdot by lane with
- * dotprod, vmull_s8 + vpadalq_s16 without); T > 1 for F16/BF16 decodes
- * ~2 MB of rows at a time to f32 and runs the NEON f32 matmul. */
+ * dotprod, vmull_s8 + vpadalq_s16 without); T > 1 for F16/BF16 the NEON
+ * f32 GEMM widening W as it packs its panels (tg_matmul_neon_half). */
 #include <arm_neon.h>
 #include <stdlib.h>
 
@@ -84,25 +84,6 @@ ALWAYS_INLINE void gemv_half(int h16, float *y, const float *x, const char *w, s
     }
 }
 
-/* Y = X · Wᵀ + b for F16/BF16 (x f32 [T,IN]) through the f32 GEMM */
-/* ws: tg_matmul_w_scratch's "decode to the f32 GEMM" (engine/dispatch.c) */
-static void gemm_decoded(tg_wtype t, float *y, const void *x, const void *w, size_t ldw,
-                         const float *b, int T, int in, int out, int o0, int o1, void *ws) {
-    const float *xf = x;
-    /* chunks of whole TG_ROW_BLOCKs, ~2 MB of f32: the GEMM packs X once
-     * per chunk, so chunks must not be small */
-    int rows = (int)((512 * 1024) / (size_t)in) / TG_ROW_BLOCK * TG_ROW_BLOCK;
-    rows = rows < TG_ROW_BLOCK ? TG_ROW_BLOCK : rows;
-    char *p = ws;
-    float *wd = tg_ws_take(&p, sizeof(float) * (size_t)rows * (size_t)in);
-    for (int oc = o0; oc < o1; oc += rows) {
-        int nr = o1 - oc < rows ? o1 - oc : rows;
-        for (int r = 0; r < nr; r++)
-            tg_dequantize_row(t, wd + (size_t)r * in, (const char *)w + (size_t)(oc + r) * ldw, in);
-        tg_matmul_neon(y + oc, xf, wd, b ? b + oc : NULL, T, in, out, 0, nr);
-    }
-}
-
 #include "engine/arm/qgemm_neon_tmpl.h"
 
 #if QMR != 4 && QMR != 3 && QMR != 2
@@ -140,14 +121,16 @@ static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, cons
 
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                        int in, int out, int o0, int o1, void *ws) {
+    (void)ws; /* the GEMM's panels are on its stack */
     if (T == 1) gemv_half(1, y, x, w, ldw, b, in, o0, o1);
-    else gemm_decoded(TG_WTYPE_F16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    else tg_matmul_neon_half(1, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1, void *ws) {
+    (void)ws;
     if (T == 1) gemv_half(0, y, x, w, ldw, b, in, o0, o1);
-    else gemm_decoded(TG_WTYPE_BF16, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+    else tg_matmul_neon_half(0, y, x, w, ldw, b, T, in, out, o0, o1);
 }
 
 /* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule (vrndnq: nearest

@@ -298,15 +298,17 @@ Test(matmul_w, q4_0_gemv_extremes) {
             }
 }
 
-/* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): the
- * prefill token counts 3, 17, 128 against rows 1, 3, 17, 50 and lengths
- * around the pair and 32-wide steps, odd ones included. */
+/* The BF16 GEMM (T > 1; on vdpbf16ps where the CPU has AVX512-BF16): every
+ * token count 1..16 (AVX512-BF16: the GEMV, few_bf16 at T 2..8 with X
+ * rounded, the vdpbf16ps GEMM's partial 16-token tiles from T 9), 17 and
+ * 128, against rows 1, 3, 17, 31, 33, 50 and lengths around the pair and
+ * 32-wide steps, odd ones included; the bf16 tolerance where X is rounded. */
 Test(matmul_w, bf16_gemm) {
     tg_engine ref, eng[TG_ISA_COUNT];
     ck_engine_ref(&ref);
     int n_eng = ck_engines(eng);
     ck_rng r = ck_rng_new(__func__);
-    static const int Ts[] = {2, 3, 6, 7, 17, 128};
+    static const int Ts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 128};
     static const int outs[] = {1, 3, 17, 31, 33, 50};
     static const int ins[] = {1, 2, 15, 31, 32, 33, 64, 97, 768};
     int n = 0;
@@ -321,6 +323,66 @@ Test(matmul_w, bf16_gemm) {
     tcase c = tc_new(&r, TG_WTYPE_BF16, 128, 3072, 40, 1);
     check_case(&ref, eng, n_eng, &c, 0, 40);
     tc_free(&c);
+}
+
+/* F16 and BF16 weights for T > 1 are widened inside the f32 GEMM's packing
+ * (x86 matmul_tmpl.h, NEON matmul_neon.c) or its few-token loads: every
+ * output gets the operations the f32 matmul gives it on the widened matrix,
+ * so bit for bit k.matmul on W decoded here (elem: from the bytes, not
+ * through the engine). Not where the BF16 GEMM rounds X first (bf16_act);
+ * the reference sums in its own order and is left out; the f32 matmul is
+ * that of the ISA whose table installed the typed kernel. Token counts around
+ * the few-token cutover and the tiles, lengths around the 4/8/16-wide steps
+ * and KC = 256, rows around the tiles' 12/16/32 columns, and a sub-range as
+ * the pool hands it out. */
+Test(matmul_w, half_gemm_equals_f32_widened) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng);
+    ck_rng r = ck_rng_new(__func__);
+    static const int Ts[] = {2, 3, 8, 9, 13, 17, 33, 130};
+    static const int ins[] = {1, 3, 4, 7, 17, 255, 257, 768};
+    static const int outs[] = {1, 5, 12, 13, 25, 50};
+    static const tg_wtype ht[] = {TG_WTYPE_F16, TG_WTYPE_BF16};
+    int n = 0;
+    for (int ty = 0; ty < LEN(ht); ty++)
+        for (int ti = 0; ti < LEN(Ts); ti++)
+            for (int a = 0; a < LEN(ins); a++)
+                for (int bo = 0; bo < LEN(outs); bo++, n++) {
+                    int T = Ts[ti], in = ins[a], out = outs[bo];
+                    if ((double)T * in * out > 4e5) continue;
+                    tcase c = tc_new(&r, ht[ty], T, in, out, n & 1);
+                    float *wf = ck_alloc((size_t)out * in);
+                    for (int o = 0; o < out; o++)
+                        for (int i = 0; i < in; i++)
+                            wf[(size_t)o * in + i] = (float)elem(c.type, c.w + (size_t)o * c.ldw, i);
+                    size_t ny = (size_t)T * out;
+                    float *want = ck_alloc(ny), *got = ck_alloc(ny);
+                    int o0 = out > 16 ? 16 : 0;
+                    for (int e = 0; e < n_eng; e++) {
+                        if (rounds_x(&eng[e], &c)) continue;
+                        /* the f32 matmul of the table that installed this kernel: an
+                         * AVX-512 engine without AVX512-VNNI keeps AVX2's F16/BF16
+                         * kernels (init_x86.c) beside its own f32 matmul */
+                        int fam = e;
+                        for (int f = 0; f < e; f++)
+                            if (eng[f].k.matmul_w[c.type] == eng[e].k.matmul_w[c.type]) {
+                                fam = f;
+                                break;
+                            }
+                        ck_poison(want, ny);
+                        eng[fam].k.matmul(want, c.x, wf, c.b, T, in, out, o0, out);
+                        ck_poison(got, ny);
+                        run_kernel(&eng[e], &c, got, o0, out);
+                        CK_EXPECT_GUARDS(got, "%s %s widened", tg_wtype_name(c.type), tg_isa_name(eng[e].isa));
+                        CK_EXPECT_BITEQUAL(got, want, ny, "matmul_w %s %s T=%d in=%d out=%d cols %d.. vs "
+                                           "the f32 matmul on the widened W", tg_wtype_name(c.type),
+                                           tg_isa_name(eng[e].isa), T, in, out, o0);
+                    }
+                    ck_free(wf);
+                    ck_free(want);
+                    ck_free(got);
+                    tc_free(&c);
+                }
 }
 
 /* The GPT-2 vocabulary projection: OUT = 50257 rows. */

@@ -309,10 +309,18 @@ def test_analysis():
     m4.close()
 
 
-def test_errors(small):
+def test_errors(small, tmp):
     ok, msg = raises(lambda: tinygpt.Model("/nonexistent/model.gguf"), "/nonexistent/model.gguf",
                      status=2)
     check(ok, "bad path: %s" % msg)
+    # an empty or under-4-byte file: the message names what a model can be
+    for name, content in [("zero.gguf", b""), ("short.bin", b"GG")]:
+        f = os.path.join(tmp, name)
+        with open(f, "wb") as fh:
+            fh.write(content)
+        ok, msg = raises(lambda: tinygpt.Model(f), f)
+        check(ok and all(w in msg for w in ("GGUF", "llama2.c", "Hugging Face folder")) and "\n" not in msg,
+              "%s: %s" % (name, msg))
     check(raises(lambda: tinygpt.Model(SHIPPED, isa="bogus"), "bogus")[0], "bad isa")
     m = tinygpt.Model(small)
     check(raises(lambda: list(m.generate("x", 4, top_p=2)), "[0, 1]")[0], "bad top_p")
@@ -433,7 +441,7 @@ def main():
         small, ids = test_reference(tmp)
         test_shipped()
         test_analysis()
-        test_errors(small)
+        test_errors(small, tmp)
         test_interrupt(small)
         test_leaks(small, ids)
         test_build_tree_and_install(tmp)

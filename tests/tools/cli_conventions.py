@@ -77,6 +77,7 @@ def check_rows(ck, exe, cmd, h, *mode):
     lcode, table = ht.list_options(exe, cmd, *mode)
     cmd = " ".join([cmd, *mode])
     ck.check(lcode == 0 and table, "%s --list-options: exit %d" % (cmd, lcode))
+    check_width(ck, cmd + " --help", h.text)
     rows = set(h.names())
     table.pop("-h", None), table.pop("--help", None)  # every command's, said by `tinygpt help`
     ck.check(set(table) - rows == set(), "%s: options without a row in --help: %s"
@@ -108,6 +109,12 @@ def check_rows(ck, exe, cmd, h, *mode):
             ck.check(RANGE.search(desc), "no range: " + what)
         if kind != "flag" and names[0] not in ("-h",):
             ck.check(meta is not None, "a valued option without its metavariable: " + what)
+
+
+def check_width(ck, what, text):
+    """Help fits an 80-column terminal (characters, not bytes: µ, ×, Δ are one column)."""
+    wide = ["%d: %s" % (len(line), line) for line in text.splitlines() if len(line) > 80]
+    ck.check(not wide, "%s: lines over 80 columns: %s" % (what, wide))
 
 
 def check_task_help(ck, exe, src):
@@ -147,6 +154,7 @@ def check_top(ck, exe, cmds):
     r2 = run(exe, "--help")
     out = r.stdout
     ck.check(r.returncode == 0 and r2.stdout == out, "tinygpt help / --help")
+    check_width(ck, "tinygpt --help", out)
     names = [c for c, _ in cmds]
     ck.check(len(names) >= 11 and all(re.search(r"^  %s +\S" % c, out, re.M) for c in names),
              "tinygpt help lists %s" % names)

@@ -139,7 +139,44 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(["inspect", "--json", p(name)], 1, needle)
         expect(["convert", p(name), "-o", m], 1, needle)
     expect(["inspect", tmp], 1, b"not a model")
+    # an empty or under-4-byte file is no format at all: every command that
+    # takes a model says, in one line, what a model can be (exit 1)
+    open(p("t.txt"), "w").write("hello there\n")
+    for name, content in [("zero.gguf", b""), ("short.bin", b"GG")]:
+        f = p(name)
+        open(f, "wb").write(content)
+        for args in (["generate", "-m", f, "-p", "x", "-n", "1"], ["eval", "-m", f, "-f", p("t.txt")],
+                     ["tokenize", "-m", f, "-p", "x"], ["bench", "-m", f], ["profile", "-m", f, "-p", "x", "-n", "1"],
+                     ["attention", "-m", f, "-p", "x"], ["compare", f, f, "-f", p("t.txt")],
+                     ["serve", "-m", f, "--port", "0"], ["inspect", f], ["inspect", "--json", f],
+                     ["quantize", f, m, "--type", "q8_0"], ["convert", f, "-o", m],
+                     base[:-1] + ["--vocab-from", f, "-o", m],
+                     ["train", "-f", p("t.txt"), "-o", m, "--tokenizer-from", f]):
+            r = expect(args, 1, b"GGUF")
+            for what in (b"llama2.c", b"Hugging Face folder"):
+                check(what in r.stderr, f"{' '.join(args)}: {r.stderr!r} does not name {what!r}")
+            check(r.stderr.count(b"\n") == 1, f"{' '.join(args)}: not one line: {r.stderr!r}")
+        # a vocabulary is asked for: the same, with the vocabulary files
+        for args in (base[:-1] + ["--arch", "llama", "--vocab-from", f, "-o", m],
+                     ["train", "-f", p("t.txt"), "-o", m, "--arch", "llama", "--tokenizer-from", f]):
+            r = expect(args, 1, b"tokenizer.bin")
+            check(b"GGUF" in r.stderr and b"tokenizer.json" in r.stderr, f"{' '.join(args)}: {r.stderr!r}")
+        os.remove(f)
+    os.remove(p("t.txt"))
     check(not os.path.exists(m), "a failed command left an output")
+
+    # init --vocab-from a Llama's vocabulary without --arch llama names the fix
+    ll, tb = p("ll.gguf"), p("tokenizer.bin")
+    with open(tb, "wb") as f:  # a llama2.c tokenizer.bin: max length, then (score, length, bytes) per piece
+        f.write(struct.pack("<i", 6))
+        for i, piece in enumerate([b"<unk>", b"<s>", b"</s>"] + [b"<0x%02X>" % k for k in range(256)] + [b"\xe2\x96\x81a"]):
+            f.write(struct.pack("<fi", -float(i), len(piece)) + piece)
+    expect(base[:-1] + ["--arch", "llama", "--vocab-from", tb, "-o", ll], 0)
+    for v in (ll, tb):
+        expect(base[:-1] + ["--vocab-from", v, "-o", m], 1, b"add --arch llama")
+        check(not os.path.exists(m), f"init --vocab-from {v}: wrote {m}")
+    os.remove(ll)
+    os.remove(tb)
 
     # init: deterministic by seed, GPT-2 statistics
     expect(base + ["-o", m, "--seed", "5"], 0)
