@@ -678,9 +678,14 @@ static void FN(tile_softmax)(float *s, int nk, vf *m, vf *l, vf *corr) {
  * transposed in registers when hs % 8 == 0 (and, out, a whole tile);
  * element by element otherwise (same values either way: plain copies). */
 #ifdef VTR8
+#define PF_TR8 1
+#else /* NEON: element by element only; the blocks below are dead code */
+#define PF_TR8 0
+#define VTR8(dst, ldd, r, k) ((void)(dst), (void)(ldd), (void)(r), (void)(k))
+#endif
 static inline __attribute__((always_inline)) void
 FN(tile_q_in)(float *qt, const float *q, int nq, int hs, int ldq, const float *zero) {
-    if (hs % 8 == 0) {
+    if (PF_TR8 && hs % 8 == 0) {
         for (int r0 = 0; r0 < PF_TQ; r0 += 8) {
             const float *r[8];
             for (int i = 0; i < 8; i++) r[i] = r0 + i < nq ? q + (size_t)(r0 + i) * ldq : zero;
@@ -693,7 +698,7 @@ FN(tile_q_in)(float *qt, const float *q, int nq, int hs, int ldq, const float *z
 }
 static inline __attribute__((always_inline)) void
 FN(tile_o_out)(float *o, const float *ot, int nq, int hs, int ldo) {
-    if (hs % 8 == 0 && nq == PF_TQ) {
+    if (PF_TR8 && hs % 8 == 0 && nq == PF_TQ) {
         for (int d0 = 0; d0 < hs; d0 += 8) {
             const float *r[8];
             for (int i = 0; i < 8; i++) r[i] = ot + (size_t)(d0 + i) * PF_TQ;
@@ -704,19 +709,6 @@ FN(tile_o_out)(float *o, const float *ot, int nq, int hs, int ldo) {
     for (int r = 0; r < nq; r++)
         for (int d = 0; d < hs; d++) o[(size_t)r * ldo + d] = ot[(size_t)d * PF_TQ + r];
 }
-#else
-static inline __attribute__((always_inline)) void
-FN(tile_q_in)(float *qt, const float *q, int nq, int hs, int ldq, const float *zero) {
-    (void)zero;
-    for (int r = 0; r < PF_TQ; r++)
-        for (int d = 0; d < hs; d++) qt[(size_t)d * PF_TQ + r] = r < nq ? q[(size_t)r * ldq + d] : 0.0f;
-}
-static inline __attribute__((always_inline)) void
-FN(tile_o_out)(float *o, const float *ot, int nq, int hs, int ldo) {
-    for (int r = 0; r < nq; r++)
-        for (int d = 0; d < hs; d++) o[(size_t)r * ldo + d] = ot[(size_t)d * PF_TQ + r];
-}
-#endif
 
 /* T causal queries in tiles of PF_TQ (hs <= PF_HS_MAX); kh, vh as in
  * prefill_rows. */
