@@ -56,16 +56,10 @@ static inline __m128i q4_scales8(__m512i l0, __m512i l1) {
     return _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, i9, l1));
 }
 
-/* the f16 scales of 8 consecutive Q4_0 (q4) or Q8_0 blocks from p as 8
- * words: word permutes across two zmm loads (Q4_0: the scales are words
- * 9·j of the 144 bytes; Q8_0: words 17·j of 272, two permutes), reading
- * only bytes of those 8 blocks */
-static inline __m128i gemv_scales8(int q4, const char *p) {
-    const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
-    if (q4) return q4_scales8(l0, l1);
-    const __m512i l2 = _mm512_loadu_si512(p + 128), l3 = _mm512_loadu_si512(p + 192);
-    /* words 0, 17, 34, 51 of l0:l1 into words 0..3; 68, 85, 102, 119 (4,
-     * 21, 38, 55 of l2:l3) into words 4..7 */
+/* the f16 scales of 8 consecutive Q8_0 blocks as 8 words, from the zmm
+ * loads of their bytes 0..255 (l0..l3): words 0, 17, 34, 51 of l0:l1 into
+ * words 0..3; 68, 85, 102, 119 (4, 21, 38, 55 of l2:l3) into words 4..7 */
+static inline __m128i q8_scales8(__m512i l0, __m512i l1, __m512i l2, __m512i l3) {
     const __m512i ia = _mm512_setr_epi32(17 << 16, 51 << 16 | 34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                          0, 0, 0, 0);
     const __m512i ib = _mm512_setr_epi32(0, 0, 21 << 16 | 4, 55 << 16 | 38, 0, 0, 0, 0, 0, 0, 0,
@@ -73,6 +67,16 @@ static inline __m128i gemv_scales8(int q4, const char *p) {
     __m128i a = _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, ia, l1));
     __m128i b = _mm512_castsi512_si128(_mm512_permutex2var_epi16(l2, ib, l3));
     return _mm_blend_epi16(a, b, 0xf0);
+}
+
+/* the f16 scales of 8 consecutive Q4_0 (q4) or Q8_0 blocks from p as 8
+ * words: word permutes across two zmm loads (Q4_0: the scales are words
+ * 9·j of the 144 bytes; Q8_0: words 17·j of 272, two permutes), reading
+ * only bytes of those 8 blocks */
+static inline __m128i gemv_scales8(int q4, const char *p) {
+    const __m512i l0 = _mm512_loadu_si512(p), l1 = _mm512_loadu_si512(p + 64);
+    if (q4) return q4_scales8(l0, l1);
+    return q8_scales8(l0, l1, _mm512_loadu_si512(p + 128), _mm512_loadu_si512(p + 192));
 }
 #define GEMV_SCALES8(q4, p) gemv_scales8((q4), (p))
 
@@ -253,10 +257,6 @@ q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
         }
         pidx[n] = _mm512_load_si512(ix);
     }
-    const __m512i ia = _mm512_setr_epi32(17 << 16, 51 << 16 | 34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                         0, 0, 0);
-    const __m512i ib = _mm512_setr_epi32(0, 0, 21 << 16 | 4, 55 << 16 | 38, 0, 0, 0, 0, 0, 0, 0,
-                                         0, 0, 0, 0, 0);
     for (int o = o0; o < o1; o++) {
         const char *wo = w + (size_t)o * ldw;
         tg_prefetch_row(wo, (size_t)nb * bs);
@@ -271,10 +271,8 @@ q8w_rows(float *y, const char *w, size_t ldw, const float *b, const int nb, int 
             PIN_ZMM(l2);
             PIN_ZMM(l3);
             PIN_ZMM(l4);
-            __m128i h = _mm_blend_epi16(
-                _mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, ia, l1)),
-                _mm512_castsi512_si128(_mm512_permutex2var_epi16(l2, ib, l3)), 0xf0);
-            __m512 s8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(xd + k)));
+            __m512 s8 = _mm512_castps256_ps512(
+                _mm256_mul_ps(_mm256_cvtph_ps(q8_scales8(l0, l1, l2, l3)), _mm256_load_ps(xd + k)));
             const int pk = k / 2;
 #define Q8W_PAIR(acc, n, sl, la, lb)                                                          \
     do {                                                                                      \
