@@ -206,12 +206,12 @@ int cmd_init(int argc, char **argv) {
                              "(a GPT-2 takes a GPT-2 model's)", vocab_from, arch);
         }
         if (!vm.vocab.n_tokens) {
-            tg_gpt2_free(&vm);
+            tg_model_free(&vm);
             return cli_error("init", "%s: has no tokenizer", vocab_from);
         }
         vocab = vm.vocab; /* take it over */
         memset(&vm.vocab, 0, sizeof vm.vocab);
-        tg_gpt2_free(&vm);
+        tg_model_free(&vm);
     }
     if (llama) {
         /* llama2.c's default hidden size: 2/3 of 4E, up to a multiple of 32 */
