@@ -175,10 +175,16 @@ def main():
         ck.check(st == 400 and e.get("param") == field and e.get("type") == "invalid_request_error" and e.get("message"),
                  "400 for %s: param %s (%s)" % (json.dumps(body)[:60], e.get("param"), e.get("message")))
     raw = [(b"{", "invalid JSON"), (b"[1]", "not an object"), (b'{"prompt": NaN}', "NaN"), (b'{"prompt": "x", "max_tokens": 1e999}', "1e999"),
-           (b'{"prompt": "\xff\xfe"}', "invalid UTF-8"), (b"", "empty body")]
+           (b'{"prompt": "\xff\xfe"}', "invalid UTF-8"), (b"", "empty body"),
+           (b'{"prompt": "a\\u0000b"}', "a NUL escape (cJSON would cut the prompt to 'a')"),
+           (b'{"prompt": "a", "stop": ["\\u0000"]}', "a NUL escape in a stop string"),
+           (b'{"prompt": "a\x00b"}', "a raw NUL byte in a string")]
     for body, what in raw:
         st, h, b = request(port, "POST", "/v1/completions", body)
         ck.check(st == 400 and "error" in json.loads(b), "400 for %s" % what)
+    # an escaped backslash before u0000 is text, not a NUL
+    st, h, b = request(port, "POST", "/tokenize", b'{"content": "a\\\\u0000"}')
+    ck.check(st == 200 and len(json.loads(b)["tokens"]) >= 3, "/tokenize of a backslash, u0000: 200 (%d %r)" % (st, b[:80]))
     st, h, b = request(port, "POST", "/v1/completions", {"prompt": "x" * 70000})
     ck.check(st == 400 and json.loads(b)["error"]["param"] == "body", "a body over --max-body: 400 param body")
     for path, body in (("/v1/completions", {"prompt": "x"}), ("/tokenize", {"content": "x"}),

@@ -75,10 +75,38 @@ char *serve_utf8_fix(const char *s, size_t n, size_t *out_len) {
 
 /* ---- typed field access ------------------------------------------------- */
 
+/* Whether the JSON text has a \u0000 escape inside a string (outside one it
+ * is invalid JSON anyway). cJSON decodes it to a NUL byte, and the prompt,
+ * stop string or model name would silently end there. */
+static int has_nul_escape(const char *s, size_t n) {
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_str) {
+            in_str = s[i] == '"';
+        } else if (s[i] == '"') {
+            in_str = 0;
+        } else if (s[i] == '\\' && i + 1 < n) {
+            if (s[i + 1] == 'u' && i + 5 < n && !memcmp(s + i + 2, "0000", 4)) return 1;
+            i++; /* the escaped character: "\\u0000" is no match */
+        }
+    }
+    return 0;
+}
+
 /* Parses body into an object root; the body must be UTF-8 (cJSON does not check). */
 static cJSON *parse_object(const char *body, size_t len, serve_error *e) {
     if (!serve_utf8_valid(body, len)) {
         serve_fail(e, 400, "", "the request body is not valid UTF-8");
+        return NULL;
+    }
+    if (memchr(body, '\0', len)) {
+        serve_fail(e, 400, "", "the request body holds a NUL byte (at offset %zu)",
+                   (size_t)((const char *)memchr(body, '\0', len) - body));
+        return NULL;
+    }
+    if (has_nul_escape(body, len)) {
+        serve_fail(e, 400, "", "the request body has a string holding \\u0000 (a NUL character), "
+                               "which no field here takes");
         return NULL;
     }
     const char *end = NULL;
