@@ -438,8 +438,10 @@ def main():
     print([line for line in lcpp("info", os.path.join(SRC, "weights", "shakespeare-1h.gguf")).splitlines()
            if line.startswith("backend")][0])
     if not shared_dir():
-        print("SKIP: ../shared/data is missing")
-        sys.exit(77)
+        required = bool(os.environ.get("TINYGPT_REQUIRE_DATA"))
+        print("%s: ../shared/data is missing (or $TINYGPT_SHARED; README.md, 'Data for the tour and the tests')"
+              % ("FAIL" if required else "SKIP"))
+        sys.exit(1 if required else 77)
     {"gpt2": test_gpt2, "llama": test_llama, "types": test_types}[MODE]()
     for n in notes:
         print("note:", n)

@@ -108,8 +108,7 @@ def main():
     d = os.path.join(spm_oracle.shared_dir(src), "data", "stories260K")
     model, tok = os.path.join(d, "stories260K.bin"), os.path.join(d, "tok512.bin")
     if not os.path.exists(model):
-        print("hf_llama_folder_test: ../shared/data/stories260K not found: skipped")
-        return 77
+        return spm_oracle.missing_data("hf_llama_folder_test", model)
     cfg, w = lf.read_llama2c(open(model, "rb").read())
     raw, scores = spm_oracle.read_tokenizer_bin(tok)[:2]
     pieces = hf_pieces(raw)

@@ -82,6 +82,8 @@ def expected_type(name, shape, typ, out_typ, tied):
 def main():
     driver, exe, root = sys.argv[1], sys.argv[2], sys.argv[3]
     tokbin = os.path.join(spm_oracle.shared_dir(root), "data", "stories260K", "tok512.bin")
+    if not os.path.isfile(tokbin):
+        return spm_oracle.missing_data("llama_quantize_test", tokbin)
     raw, scores = spm_oracle.read_tokenizer_bin(tokbin)[:2]
     # llama.cpp's spelling of a llama2.c piece: '▁' for the space
     # llama2.c's export wrote, and BOS/EOS without the newlines around them

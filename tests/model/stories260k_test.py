@@ -44,8 +44,7 @@ def main():
     shared = spm_oracle.shared_dir(src)
     d = os.path.join(shared, "data", "stories260K") if shared else None
     if not d or not os.path.exists(os.path.join(d, "stories260K.bin")):
-        print("stories260k_test: ../shared/data/stories260K not found: skipped")
-        return 77
+        return spm_oracle.missing_data("stories260k_test", os.path.join(shared, "data", "stories260K", "stories260K.bin"))
     model, tok = os.path.join(d, "stories260K.bin"), os.path.join(d, "tok512.bin")
     cfg, w = lf.read_llama2c(open(model, "rb").read())
     ref = llama_ref.Llama(w, cfg, eps=1e-5, theta=10000.0, pairs="adjacent")

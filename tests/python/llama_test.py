@@ -30,7 +30,10 @@ if SANITIZE != "none" and "TG_PY_ASAN" not in os.environ:  # as binding_test.py
 sys.path.insert(0, os.path.join(BUILD, "python"))
 import tinygpt  # noqa: E402
 
-S = os.path.join(SRC, "..", "shared", "data", "stories260K")
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
+import spm_oracle  # noqa: E402  (shared_dir, missing_data)
+
+S = os.path.join(spm_oracle.shared_dir(SRC), "data", "stories260K")
 fails = []
 
 
@@ -50,8 +53,7 @@ def cli(*args):
 
 def main():
     if not os.path.exists(os.path.join(S, "stories260K.bin")):
-        print("no ../shared/data/stories260K: skipped")
-        return 77
+        return spm_oracle.missing_data("llama_test", os.path.join(S, "stories260K.bin"))
     with tempfile.TemporaryDirectory() as tmp:
         gguf = os.path.join(tmp, "s.gguf")
         cli("convert", os.path.join(S, "stories260K.bin"), "--tokenizer",

@@ -19,9 +19,15 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_files as lf  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
+import spm_oracle  # noqa: E402  (shared_dir, missing_data)
+
 DUMP = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
-STORIES = os.path.join(HERE, "..", "..", "..", "..", "shared", "data", "stories260K", "stories260K.bin")
+# shared/ beside the source tree (or a folder of worktrees further up, or
+# $TINYGPT_SHARED); the path was four levels up, which is no layout's, so
+# this check had never run
+STORIES = os.path.join(spm_oracle.shared_dir(os.path.join(HERE, "..", "..")), "data", "stories260K", "stories260K.bin")
 failures = 0
 
 
@@ -188,8 +194,8 @@ with tempfile.TemporaryDirectory() as tmp:
             compare("stories260K.bin", meta, got, rw, rcfg)
             check((meta["dim"], meta["n_layers"], meta["n_heads"], meta["n_kv_heads"], meta["vocab_size"]) ==
                   (64, 5, 8, 4, 512), f"stories260K.bin: config {meta}")
-    else:
-        print("note: ../shared stories260K.bin not found; skipped it")
+    elif spm_oracle.missing_data("llama2c_oracle", STORIES) != 77:
+        check(False, "stories260K.bin is required (TINYGPT_REQUIRE_DATA)")
 
 print(f"llama2c_oracle: {n_files} files, {failures} failures")
 sys.exit(1 if failures else 0)
