@@ -31,16 +31,17 @@ static void help(FILE *f) {
             "                        bars and the SVG\n"
             "  --query I             the query token of the bars, [0, tokens-1]\n"
             "                        (default: the last)\n"
-            "  --svg FILE            write a grid of heatmaps (layers x heads, tokens x\n"
-            "                        tokens) with a colour scale (default: none); up to %d\n"
-            "                        tokens, each cell is an element with a tooltip; past\n"
-            "                        that, each head is one embedded PNG, a pixel per cell\n"
+            "  --svg FILE            write a grid of heatmaps\n"
+            "                        (layers x heads, tokens x tokens) with a colour scale\n"
+            "                        (default: none); up to %d tokens, each cell is an\n"
+            "                        element with a tooltip; past that, each head is one\n"
+            "                        embedded PNG, a pixel per cell\n"
             "  --log                 colour the heatmaps by log10 weight from 1e-4 to 1, so\n"
             "                        sinks do not wash out the rest (default: linear, 0 to 1)\n"
             "  --json                print every weight as JSON instead of bars\n"
             "  -t, --threads N       worker threads, [1, 1024] (default 1)\n"
-            "  --isa ISA             scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the\n"
-            "                        best this CPU supports)\n"
+            "  --isa ISA             scalar|avx2|avx512|neon\n"
+            "                        (default: $TINYGPT_ISA or the best this CPU supports)\n"
             RUN_HELP_NO_CHECK
             RUN_HELP_TOKENIZER
             RUN_HELP_KV_TYPE

@@ -23,8 +23,8 @@ static const char *usage_text =
     "  --tokenizer PATH    the vocabulary to write: llama2.c tokenizer.bin, GGUF,\n"
     "                      tokenizer.json or Hugging Face folder (a llama2.c\n"
     "                      checkpoint holds none, so it needs one)\n"
-    "  --no-check          do not scan the weights for NaN/inf at load (they are\n"
-    "                      copied as they are)\n";
+    "  --no-check          do not scan the weights for NaN/inf at load\n"
+    "                      (they are copied as they are)\n";
 
 static void help(FILE *f) { fputs(usage_text, f); }
 

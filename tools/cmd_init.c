@@ -43,8 +43,8 @@ static const char *usage_text =
     "                      2/3 of 4E rounded up to a multiple of 32)\n"
     "  --rope-theta T      llama: RoPE base, (0, 1e9] (default 10000)\n"
     "  --untied            llama: an output.weight of its own (default: tied)\n"
-    "  --vocab-from PATH   llama: any vocabulary (tokenizer.bin, tokenizer.json,\n"
-    "                      GGUF)\n";
+    "  --vocab-from PATH   llama: any vocabulary\n"
+    "                      (tokenizer.bin, tokenizer.json, GGUF)\n";
 
 /* splitmix64: a small seeded generator; Box-Muller for normals */
 typedef struct rng {

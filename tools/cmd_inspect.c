@@ -26,13 +26,14 @@ static const char *usage_text =
     "Prints the format, the configuration, the parameter count, every tensor (name,\n"
     "type, shape, bytes in the file, offset, resident bytes) with the totals, the\n"
     "tokenizer and the problems found. Resident bytes are what the loaded model holds\n"
-    "for a tensor: its mapped bytes in the file's type (matrices stay f16, bf16,\n"
-    "q8_0, q4_0), or 4 per element where the loader converts it to f32 (1-D tensors\n"
-    "and position_embd in another type; every tensor of a Hugging Face GPT-2 folder;\n"
-    "a Llama matrix whose data is not aligned for its type); 0 for a tensor the model\n"
-    "does not read (an output.weight tied to token_embd). Problems are what keeps the\n"
-    "model from running (every tensor is scanned for NaN/inf, and the tokenizer is\n"
-    "built); the exit status is 1 when there is one.\n";
+    "for a tensor: its mapped bytes in the file's type\n"
+    "(matrices stay f16, bf16, q8_0, q4_0), or 4 per element where the loader\n"
+    "converts it to f32 (1-D tensors and position_embd in another type; every tensor\n"
+    "of a Hugging Face GPT-2 folder; a Llama matrix whose data is not aligned for its\n"
+    "type); 0 for a tensor the model does not read\n"
+    "(an output.weight tied to token_embd). Problems are what keeps the model from\n"
+    "running (every tensor is scanned for NaN/inf, and the tokenizer is built); the\n"
+    "exit status is 1 when there is one.\n";
 
 /* One row of the tensor table, whatever the format. */
 typedef struct tensor_row {

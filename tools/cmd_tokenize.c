@@ -29,9 +29,9 @@ static void help(FILE *f) {
             "  --json              print {\"ids\": [...]} (with --verbose also \"pieces\", each\n"
             "                      token as spelled in the vocabulary, e.g. \"Ġthe\")\n"
             "  --verbose           one token per line: id and its bytes, escaped\n"
-            "  --no-parse-special  treat \"<|endoftext|>\" in the text as plain text (as the\n"
-            "                      reference GPT-2 encoder does); by default it is the\n"
-            "                      special token, as in `generate`\n"
+            "  --no-parse-special  treat \"<|endoftext|>\" in the text as plain text\n"
+            "                      (as the reference GPT-2 encoder does); by default it is\n"
+            "                      the special token, as in `generate`\n"
             "  --tokenizer PATH    use this vocabulary instead of a model's (not with -m):\n"
             "                      llama2.c tokenizer.bin, GGUF, tokenizer.json or HF folder\n");
 }

@@ -169,8 +169,8 @@ static void train_help(FILE *f) {
             "  --eval-every K       held-out answer accuracy every K steps, [1, 10^8]\n"
             "                       (default 100)\n"
             "  --eval-seqs N        held-out sequences for it, [1, 10^6] (default 256)\n"
-            "  -t, --threads N      worker threads, [1, 1024] (default 1; results do not\n"
-            "                       depend on it)\n"
+            "  -t, --threads N      worker threads, [1, 1024]\n"
+            "                       (default 1; results do not depend on it)\n"
             "  -f, --file FILE      refused: a task makes its own data\n"
             "  --resume CKPT        refused: task runs are short (run again)\n"
             "The loss is on answer positions only; the held-out sequences come from a\n"
@@ -429,8 +429,8 @@ static void eval_help(FILE *f) {
     fprintf(f,
             "usage: tinygpt eval -m MODEL [--task NAME [--task-opts K=V,...]] [-n N]\n"
             "                    [--seed S] [--json] [-t THREADS] [--isa ISA]\n"
-            "  -m, --model MODEL    a model trained with train --task (required; its task is\n"
-            "                       the default)\n"
+            "  -m, --model MODEL    a model trained with train --task\n"
+            "                       (required; its task is the default)\n"
             "  --task NAME          the task to score: %s\n"
             "  --task-opts K=V,...  its options, comma-separated (tinygpt task --help lists\n"
             "                       them; default: the task's); only with --task\n"
@@ -440,8 +440,8 @@ static void eval_help(FILE *f) {
             "  --json               print {task, opts, sequences, answers, correct, accuracy,\n"
             "                       sequence_accuracy, loss, chance, seed}\n"
             "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
-            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the\n"
-            "                       best this CPU supports)\n"
+            "  --isa ISA            scalar|avx2|avx512|neon\n"
+            "                       (default: $TINYGPT_ISA or the best this CPU supports)\n"
             "  -f, --file TEXT      refused with --task (eval -f TEXT scores a text)\n",
             task_names_wrapped(names, sizeof names, 41, 23));
 }

@@ -198,8 +198,8 @@ static void attention_help(FILE *f) {
             "                         [--json] [-t THREADS] [--isa ISA]\n"
             "On one example sequence of the model's task (or --task): each head's weights for\n"
             "the query that predicts the (first) answer, marked items labelled token#j.\n"
-            "  -m, --model MODEL    a model trained with train --task (required; its task is\n"
-            "                       the default)\n"
+            "  -m, --model MODEL    a model trained with train --task\n"
+            "                       (required; its task is the default)\n"
             "  --task NAME          the task of the example: %s\n"
             "  --task-opts K=V,...  its options, comma-separated (tinygpt task --help lists\n"
             "                       them; default: the task's); only with --task\n"
@@ -212,8 +212,8 @@ static void attention_help(FILE *f) {
             "  --log                colour the heatmaps by log10 weight (default: linear)\n"
             "  --json               print every weight as JSON instead of bars\n"
             "  -t, --threads N      worker threads, [1, 1024] (default 1)\n"
-            "  --isa ISA            scalar|avx2|avx512|neon (default: $TINYGPT_ISA or the\n"
-            "                       best this CPU supports)\n"
+            "  --isa ISA            scalar|avx2|avx512|neon\n"
+            "                       (default: $TINYGPT_ISA or the best this CPU supports)\n"
             "  -p, --prompt PROMPT  refused: the example comes from --seed\n",
             task_names_wrapped(names, sizeof names, 48, 23));
 }

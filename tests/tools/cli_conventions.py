@@ -111,10 +111,38 @@ def check_rows(ck, exe, cmd, h, *mode):
             ck.check(meta is not None, "a valued option without its metavariable: " + what)
 
 
+def cut_parens(text, most=40):
+    """Parenthesised phrases of at most `most` characters that a line break cuts
+    in two, as "(prev >=" / "0.5)": each (line, next line)."""
+    cuts = []
+    lines = text.splitlines()
+    for a, b in zip(lines, lines[1:]):
+        opened = []
+        for j, ch in enumerate(a):
+            if ch == "(":
+                opened.append(j)
+            elif ch == ")" and opened:
+                opened.pop()
+        if not opened:
+            continue
+        head, rest, depth = a[opened[-1]:].rstrip(), b.lstrip(), 1
+        for k, ch in enumerate(rest):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0:
+                if len(head) + 1 + k + 1 <= most:
+                    cuts.append((a.strip(), b.strip()))
+                break
+    return cuts
+
+
 def check_width(ck, what, text):
-    """Help fits an 80-column terminal (characters, not bytes: µ, ×, Δ are one column)."""
+    """Help fits an 80-column terminal (characters, not bytes: µ, ×, Δ are one
+    column), and no short parenthesis is cut in two by the wrapping."""
     wide = ["%d: %s" % (len(line), line) for line in text.splitlines() if len(line) > 80]
     ck.check(not wide, "%s: lines over 80 columns: %s" % (what, wide))
+    cuts = cut_parens(text)
+    ck.check(not cuts, "%s: a short parenthesis cut by a line break (move it whole to the next line): %s"
+             % (what, cuts))
 
 
 def check_task_help(ck, exe, src):
@@ -261,6 +289,7 @@ def check_legends(ck, exe, src):
         legend = out[out.rfind("columns:" if name != "compare" else "rows and columns:"):]
         body = out[:len(out) - len(legend)]
         ck.check(len(legend) > 100, "%s: a legend under the tables" % name)
+        check_width(ck, name + "'s legend", legend)
         for col in headers[name]:
             ck.check(col in body and col in legend, "%s: column %r printed %s, defined %s"
                      % (name, col, col in body, col in legend))
