@@ -317,6 +317,8 @@ int cmd_inspect(int argc, char **argv) {
         snprintf(st_path, sizeof st_path, "%s/model.safetensors", path);
         struct stat ss;
         int has_weights = stat(st_path, &ss) == 0;
+        const char *why = tg_st_folder_why(path); /* weights in a format tinygpt does not read */
+        if (why) add_problem(&r, "%s: no model.safetensors; %s", path, why);
         if (has_weights) {
             tg_st *st;
             if (tg_st_open(&st, st_path, &err)) {

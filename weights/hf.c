@@ -375,6 +375,8 @@ tg_status hf_load(tg_gpt2_model *m, const char *dir, int flags, tg_err *err) {
          * vocabulary is padded up to it */
         if ((s = hf_config(&m->cfg, &bos, &eos, dir, err))) return s;
         snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        const char *why = tg_st_folder_why(dir);
+        if (why) return tg_fail(err, TG_ERR_UNSUPPORTED, "%s: no model.safetensors; %s", dir, why);
         tg_st *st;
         if ((s = tg_st_open(&st, path, err))) return s;
         gpt2_store *store = m->priv;

@@ -186,6 +186,8 @@ tg_status tg_hf_llama_open(tg_hf_llama **out, const char *dir, tg_err *err) {
     if (!s && !(txt = wt_read_file(cfg_path, MAX_CONFIG, &len, err))) s = TG_ERR_IO;
     if (!s) s = tg_hf_llama_config_parse(&h->cfg, &h->bos_id, &h->eos_id, &h->tie, txt, len, cfg_path, err);
     free(txt);
+    const char *why = s ? NULL : tg_st_folder_why(dir);
+    if (why) s = tg_fail(err, TG_ERR_UNSUPPORTED, "%s: no model.safetensors; %s", dir, why);
     if (!s) s = tg_st_open(&h->st, st_path, err);
     if (!s && !(h->names = calloc((size_t)h->st->n_tensors + 1, sizeof *h->names)))
         s = tg_fail(err, TG_ERR_NOMEM, "%s: out of memory", st_path);

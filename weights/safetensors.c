@@ -251,3 +251,33 @@ tg_status tg_st_to_f32(const tg_st_tensor *t, float *out, tg_err *err) {
     }
     return TG_OK;
 }
+
+const char *tg_st_folder_why(const char *dir) {
+    static const struct {
+        const char *file, *why;
+    } other[] = {
+        {"model.safetensors.index.json",
+         "its weights are sharded over several safetensors files (model.safetensors.index.json), which "
+         "tinygpt does not read: save them as one model.safetensors (save_pretrained with a max_shard_size "
+         "above the model's size)"},
+        {"pytorch_model.bin",
+         "it holds pytorch_model.bin, a PyTorch pickle, which tinygpt does not read: save the model as "
+         "model.safetensors (save_pretrained(DIR, safe_serialization=True))"},
+        {"pytorch_model.bin.index.json",
+         "it holds sharded PyTorch pickles (pytorch_model.bin.index.json), which tinygpt does not read: "
+         "save the model as one model.safetensors"},
+        {"tf_model.h5", "it holds TensorFlow weights (tf_model.h5), which tinygpt does not read: "
+                        "save the model as model.safetensors"},
+        {"flax_model.msgpack", "it holds Flax weights (flax_model.msgpack), which tinygpt does not read: "
+                               "save the model as model.safetensors"},
+    };
+    char path[4096];
+    struct stat sb;
+    if (snprintf(path, sizeof path, "%s/model.safetensors", dir) >= (int)sizeof path) return NULL;
+    if (stat(path, &sb) == 0) return NULL;
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        if (snprintf(path, sizeof path, "%s/%s", dir, other[i].file) >= (int)sizeof path) return NULL;
+        if (stat(path, &sb) == 0) return other[i].why;
+    }
+    return NULL;
+}

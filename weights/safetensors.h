@@ -43,6 +43,12 @@ tg_status tg_st_open(tg_st **out, const char *path, tg_err *err);
 tg_status tg_st_parse(tg_st **out, const void *buf, size_t len, const char *name, tg_err *err);
 void tg_st_close(tg_st *st);
 
+/* Why a Hugging Face folder has no model.safetensors tinygpt can read: a
+ * phrase naming the weights it holds instead (pytorch_model.bin, sharded
+ * safetensors, TensorFlow or Flax files) and what to do, or NULL when it has
+ * model.safetensors or none of those. */
+const char *tg_st_folder_why(const char *dir);
+
 const tg_st_tensor *tg_st_find(const tg_st *st, const char *name);
 /* F32, F16 and BF16 to f32 (out holds n_elements floats). */
 tg_status tg_st_to_f32(const tg_st_tensor *t, float *out, tg_err *err);

@@ -131,6 +131,15 @@ def main():
         r = subprocess.run([exe, "inspect", folder], capture_output=True, text=True)
         check(r.returncode == 0 and "SentencePiece-style BPE (llama), 512 tokens" in r.stdout and
               "kv heads 4 (GQA)" in r.stdout, "inspect: exit %d %r %r" % (r.returncode, r.stdout[-400:], r.stderr))
+        # the weights as a PyTorch pickle instead: each command says so in one line
+        st, pt = os.path.join(folder, "model.safetensors"), os.path.join(folder, "pytorch_model.bin")
+        os.rename(st, pt)
+        for cmd in (["inspect", folder], ["generate", "-m", folder, "-p", "Once", "-n", "2"]):
+            r = subprocess.run([exe] + cmd, capture_output=True, text=True)
+            check(r.returncode == 1 and r.stderr.count("\n") == 1 and
+                  "no model.safetensors; it holds pytorch_model.bin, a PyTorch pickle" in r.stderr,
+                  "%s with pytorch_model.bin only: exit %d %r" % (cmd[0], r.returncode, r.stderr))
+        os.rename(pt, st)
 
         texts = list(spm_oracle.PROMPTS)
         stories = os.path.join(spm_oracle.shared_dir(src), "data", "tinystories", "tinystories_val.txt")

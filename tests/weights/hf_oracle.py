@@ -361,6 +361,16 @@ def hostile_folders():
         open(st, "wb").write(b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
         expect_error("LFS pointer", "")
         open(st, "wb").write(good)
+        # weights in a format tinygpt does not read: the error says which, not "no such file"
+        pt = os.path.join(folder, "pytorch_model.bin")
+        os.rename(st, pt)
+        expect_error("pytorch_model.bin instead", "no model.safetensors; it holds pytorch_model.bin, a PyTorch pickle")
+        idx = os.path.join(folder, "model.safetensors.index.json")
+        os.rename(pt, os.path.join(folder, "model-00001-of-00002.safetensors"))
+        open(idx, "w").write('{"metadata": {}, "weight_map": {}}')
+        expect_error("sharded safetensors", "sharded over several safetensors files (model.safetensors.index.json)")
+        os.remove(idx)
+        os.rename(os.path.join(folder, "model-00001-of-00002.safetensors"), st)
         os.remove(os.path.join(folder, "merges.txt"))
         expect_error("no merges.txt", "merges.txt")
 
