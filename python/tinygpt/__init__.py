@@ -17,6 +17,7 @@ library's one-line message.
 """
 import ctypes as C
 import contextlib
+import operator
 
 import numpy as np
 
@@ -79,10 +80,30 @@ class Context:
 
 
 def _ids(ids):
-    a = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
-    if a.size and (a.min() < -2**31 or a.max() >= 2**31):
+    """A 1-D sequence of integer ids (or one id) as contiguous int32. Floats,
+    bools and arrays of more than one dimension are refused, not rounded or
+    flattened."""
+    a = np.asarray(ids)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim != 1:
+        raise ValueError("token ids must be a 1-D sequence, not an array of shape %s" % (a.shape,))
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int32)
+    if not np.issubdtype(a.dtype, np.integer):
+        raise ValueError("token ids must be integers, not %s" % a.dtype)
+    a = a.astype(np.int64)
+    if a.min() < -2**31 or a.max() >= 2**31:
         raise ValueError("token ids must fit in 32 bits")
     return np.ascontiguousarray(a.astype(np.int32))
+
+
+def _seed(seed):
+    """A seed in [0, 2^64 - 1], as the command line takes it."""
+    s = operator.index(seed)
+    if not 0 <= s < 2**64:
+        raise ValueError("seed %d is outside [0, 2^64 - 1]" % s)
+    return s
 
 
 def _ptr(a, t):
@@ -426,7 +447,7 @@ class Model:
         head ([L][H] strings), and per layer the best and the mean single
         head. From every head on (the mask set before is back after)."""
         a = self._text_ids(text)
-        o = _lib.HeadsOpts(int(window), int(head_tokens), int(seed))
+        o = _lib.HeadsOpts(int(window), int(head_tokens), _seed(seed))
         r = C.POINTER(_lib.HeadAnalysis)()
         self._check(_L.tinygpt_run_heads(self._h(), _ptr(a, C.c_int), a.size, C.byref(o),
                                          C.byref(r)))
@@ -501,7 +522,7 @@ class Model:
             o.prompt, o.n_prompt = _ptr(a, C.c_int), a.size
         else:
             o.n_prompt = int(n_prompt)
-        o.gen, o.reps, o.seed = int(gen), int(reps), int(seed)
+        o.gen, o.reps, o.seed = int(gen), int(reps), _seed(seed)
         o.per_layer, o.per_head = int(bool(per_layer)), int(bool(per_head))
         o.roofline_seconds = float(roofline_seconds)
         r = C.POINTER(_lib.Profile)()
@@ -526,7 +547,7 @@ class Model:
         c = _ids(ctx)
         rows = (_lib.SweepRow * c.size)()
         self._check(_L.tinygpt_run_sweep(self._h(), _ptr(c, C.c_int), c.size, int(steps),
-                                         int(seed), float(roofline_seconds), rows))
+                                         _seed(seed), float(roofline_seconds), rows))
         return [_lib.as_dict(r) for r in rows]
 
     def bench(self, pp=(128,), tg=(128,), reps=5, roofline_seconds=0.0):
@@ -566,7 +587,7 @@ class Model:
         sp = o.sampling
         sp.temp, sp.top_k, sp.top_p, sp.min_p = temperature, int(top_k), top_p, min_p
         sp.repeat_penalty, sp.repeat_window, sp.seed = repeat_penalty, int(repeat_window), \
-            int(seed) & (2**64 - 1)
+            _seed(seed)
         if isinstance(stop, (str, bytes)):
             stop = [stop]
         stops = [_bytes(s) for s in stop]

@@ -330,6 +330,28 @@ def test_errors(small, tmp):
           "longer than the context")
     check(raises(lambda: m.logits([ct.V + 3]), "token")[0], "token out of range")
     check(raises(lambda: m.decode([ct.V + 3]), "")[0], "decode out of range")
+
+    # ids that are not 1-D integers are refused, not rounded or flattened (1.5
+    # ran as token 1, a [2, 2] array as four tokens); seeds outside the
+    # command line's [0, 2^64 - 1] too (-1 ran as 2^64 - 1)
+    def value_error(fn, needle):
+        try:
+            fn()
+        except ValueError as e:
+            return needle in str(e)
+        return False
+    check(value_error(lambda: m.logits(np.array([1.5, 2.0])), "integers"), "float ids refused")
+    check(value_error(lambda: m.logits([True, False]), "integers"), "bool ids refused")
+    check(value_error(lambda: m.logits(np.ones((2, 2), dtype=np.int32)), "1-D"), "2-D ids refused")
+    check(value_error(lambda: m.score(np.ones((1, 3), dtype=np.int64)), "1-D"), "2-D ids refused by score")
+    check(m.logits(np.array([1, 2], dtype=np.uint16)).shape == (2, ct.V), "unsigned integer ids taken")
+    check(np.array_equal(m.logits(5), m.logits([5])), "one id as a scalar")
+    check(value_error(lambda: list(m.generate("x", 2, seed=-1)), "seed -1"), "a negative seed refused")
+    check(value_error(lambda: list(m.generate("x", 2, seed=2 ** 64)), "outside"), "a seed past 2^64 refused")
+    with tinygpt.Model(SHIPPED) as ms:
+        got = "".join(ms.generate("ROMEO:", 8, seed=2 ** 64 - 1))
+    want = cli("generate", "-m", SHIPPED, "-p", "ROMEO:", "-n", 8, "--seed", 2 ** 64 - 1, "--no-echo")
+    check(got.encode() + b"\n" == want, "seed 2^64 - 1: %r vs the CLI's %r" % (got, want))
     check(raises(lambda: m.attention([]), "no tokens")[0], "attention of nothing")
     check(raises(lambda: m.ablate(9, 9).__enter__(), "outside")[0], "ablate out of range")
     check(raises(lambda: m.truncate(10 ** 6), "outside")[0], "truncate past the cache")
