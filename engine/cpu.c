@@ -221,8 +221,32 @@ tg_isa tg_isa_best(void) {
     return TG_ISA_SCALAR;
 }
 
+tg_status tg_cpu_mask_check(tg_err *err) {
+    const char *m = getenv("TINYGPT_CPU_MASK");
+    for (const char *s = m ? m : ""; *s;) {
+        size_t len = strcspn(s, ",");
+        int known = len == 0 || (len == 3 && !strncmp(s, "all", 3));
+        for (int f = 0; f < TG_CPU_FEATURE_COUNT && !known; f++)
+            known = strlen(feature_names[f]) == len && !strncmp(s, feature_names[f], len);
+        if (!known) {
+            char names[160] = "";
+            for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++) {
+                strncat(names, feature_names[f], sizeof names - strlen(names) - 1);
+                strncat(names, ", ", sizeof names - strlen(names) - 1);
+            }
+            return tg_fail(err, TG_ERR_ARG, "TINYGPT_CPU_MASK: unknown feature '%.*s' (the names are %sall)",
+                           (int)(len > 40 ? 40 : len), s, names);
+        }
+        s += len + (s[len] == ',');
+    }
+    return TG_OK;
+}
+
 tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err) {
     const char *src = "--isa";
+    /* a misspelt mask would hide nothing and silently test the wrong path */
+    tg_status ms = tg_cpu_mask_check(err);
+    if (ms) return ms;
     if (!name || !*name) {
         name = getenv("TINYGPT_ISA");
         src = "TINYGPT_ISA";

@@ -82,6 +82,9 @@ int tg_isa_compiled(tg_isa isa);
 /* The ISA to use: `name` if non-NULL, else $TINYGPT_ISA if set, else best.
  * An unknown name, or an ISA this CPU lacks, is an error naming it. */
 tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err);
+/* TG_ERR_ARG when $TINYGPT_CPU_MASK names a feature that does not exist (a
+ * misspelt mask hides nothing); tg_isa_select checks it first. */
+tg_status tg_cpu_mask_check(tg_err *err);
 
 /* ---- Weight types and typed weight views ---------------------------------- */
 

@@ -78,6 +78,10 @@ int run_open(run_ctx *rc, const char *cmd, const char *model_path, const run_opt
                          "checkpoint (with --tokenizer), or set $TINYGPT_MODEL");
     rc->model_path = model_path;
     tg_err err = {{0}};
+    /* --isa, $TINYGPT_ISA and $TINYGPT_CPU_MASK before the model loads: a
+     * usage error of its own, not one about the model file */
+    tg_isa isa_sel;
+    if (tg_isa_select(o->isa, &isa_sel, &err)) return cli_usage(cmd, "%s", err.msg);
     if (tg_model_load(&rc->model, model_path, o->no_check ? TG_LOAD_NO_CHECK : 0, &err)) {
         memset(&rc->model, 0, sizeof rc->model);
         return cli_error(cmd, "%s", err.msg);

@@ -160,6 +160,30 @@ Test(isa, unknown_name_is_arg_error_naming_it) {
     cr_expect_eq(tg_isa_select("nope", &out, NULL), TG_ERR_ARG);
 }
 
+/* A misspelt $TINYGPT_CPU_MASK ("avx512", a feature name without its
+ * suffix) hid nothing: the run silently took the paths it meant to avoid. */
+Test(isa, unknown_mask_feature_is_arg_error_naming_it) {
+    tg_isa out = TG_ISA_SCALAR;
+    tg_err err = {{0}};
+    clear_env();
+    const char *bad[] = {"avx512", "avx512_vnni,avx512vnni", "ALL", " f16c"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("TINYGPT_CPU_MASK", bad[i], 1);
+        memset(&err, 0, sizeof err);
+        cr_assert_eq(tg_isa_select(NULL, &out, &err), TG_ERR_ARG, "mask '%s' accepted", bad[i]);
+        cr_expect(strstr(err.msg, "TINYGPT_CPU_MASK") && strstr(err.msg, "unknown feature"), "%s", err.msg);
+        cr_expect(strchr(err.msg, '\n') == NULL, "not one line: %s", err.msg);
+        cr_expect_eq(tg_cpu_mask_check(NULL), TG_ERR_ARG);
+    }
+    cr_expect(strstr(err.msg, "' f16c'"), "the message names the bad item: %s", err.msg);
+    const char *good[] = {"", "all", "avx512_vnni,avx_vnni", "amx_tile,", ",f16c", "dotprod,fp16"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("TINYGPT_CPU_MASK", good[i], 1);
+        cr_expect_eq(tg_isa_select(NULL, &out, &err), TG_OK, "mask '%s': %s", good[i], err.msg);
+    }
+    unsetenv("TINYGPT_CPU_MASK");
+}
+
 Test(isa, isa_the_cpu_lacks_is_unsupported_error) {
     for (int i = 0; i < N_FOREIGN; i++) {
         const char *name = tg_isa_name(foreign[i]);

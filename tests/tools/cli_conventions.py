@@ -217,6 +217,17 @@ def check_parser(ck, exe, src):
         r = run(exe, *args)
         ck.check(r.returncode == code and r.stderr.count("\n") == 1 and all(n in r.stderr for n in needles),
                  "tinygpt %s: exit %d (want %d) %r" % (" ".join(args), r.returncode, code, r.stderr))
+    # the environment's ISA and CPU mask: a usage error naming the variable,
+    # not one about the model file (a misspelt mask used to hide nothing)
+    for var, val, needles in (("TINYGPT_CPU_MASK", "avx512", ["TINYGPT_CPU_MASK", "'avx512'", "avx512_vnni"]),
+                              ("TINYGPT_ISA", "avx1024", ["TINYGPT_ISA", "'avx1024'"])):
+        args = ["generate", "-m", model, "-p", "x", "-n", "1"]
+        r = run(exe, *args, env=dict(env_without("TINYGPT_MODEL", "TINYGPT_ISA"), **{var: val}))
+        ck.check(r.returncode == 2 and r.stderr.count("\n") == 1 and all(n in r.stderr for n in needles)
+                 and model not in r.stderr, "%s=%s tinygpt generate: exit %d %r" % (var, val, r.returncode, r.stderr))
+    r = run(exe, "generate", "-m", model, "-p", "x", "-n", "1",
+            env=dict(env_without("TINYGPT_MODEL", "TINYGPT_ISA"), TINYGPT_CPU_MASK="avx512_vnni,all"))
+    ck.check(r.returncode == 0, "TINYGPT_CPU_MASK=avx512_vnni,all: exit %d %r" % (r.returncode, r.stderr))
     # --opt=value gives what --opt value gives
     a = run(exe, "tokenize", "-m", model, "-p", "Hello world", "--json")
     b = run(exe, "tokenize", "--model=" + model, "--prompt=Hello world", "--json")
