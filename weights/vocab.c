@@ -692,6 +692,10 @@ tg_status tg_vocab_load(tg_vocab *v, const char *path, tg_err *err) {
         if (snprintf(p, sizeof p, "%s/tokenizer.json", path) >= (int)sizeof p)
             return tg_fail(err, TG_ERR_ARG, "%s: path too long", path);
         if (stat(p, &sb) == 0) return tg_vocab_load_hf_json(v, p, err);
+        snprintf(p, sizeof p, "%s/vocab.json", path);
+        if (stat(p, &sb) != 0)
+            return tg_fail(err, TG_ERR_IO, "%s: a folder with neither tokenizer.json nor vocab.json + merges.txt: "
+                                           "not a vocabulary", path);
         return tg_vocab_load_hf(v, path, 0, err);
     }
     /* what the file is, from its first bytes (a GGUF is mapped, not read) */

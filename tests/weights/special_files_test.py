@@ -78,6 +78,10 @@ with tempfile.TemporaryDirectory() as d:
             expect(args, 1, folder.encode() + b": a folder without vocab.json (GPT-2) or a config.json "
                    b"naming llama (Llama): not a model (" + ACCEPTED + b")")
     check(not os.path.exists(out), "convert of no model left an output")
+    # the same empty folder as a vocabulary: it said "vocab.json: No such file or directory"
+    for args in (["tokenize", "--tokenizer", empty, "-p", "hi"],
+                 ["generate", "--tokenizer", empty, "-p", "hi", "-n", "1"]):
+        expect(args, 1, empty.encode() + b": a folder with neither tokenizer.json nor vocab.json + merges.txt")
 
     # Hugging Face folders with one member a FIFO: each file in turn
     for member in ["vocab.json", "config.json", "merges.txt", "model.safetensors"]:
