@@ -372,6 +372,14 @@ int cli_out_check(const char *cmd, const char *flag, const char *path) {
     return 0;
 }
 
+int cli_out_not_input(const char *cmd, const char *flag, const char *out, const char *in_flag, const char *in) {
+    struct stat so, si;
+    if (!out || !in || stat(out, &so) != 0 || stat(in, &si) != 0) return 0;
+    if (so.st_dev != si.st_dev || so.st_ino != si.st_ino) return 0;
+    return cli_usage(cmd, "%s %s is the input %s %s: writing it would replace what it is made from; "
+                          "give another output path", flag, out, in_flag, in);
+}
+
 const char *cli_default_model(void) {
     static char buf[PATH_MAX];
     char exe_dir[PATH_MAX] = "", rel[PATH_MAX + 64] = "";

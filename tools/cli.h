@@ -177,6 +177,11 @@ int cli_out_finish(cli_outfile *o, tg_err *err);
  * older than cli_start) are removed first. Prints the error naming flag;
  * returns its exit code, or 0. */
 int cli_out_check(const char *cmd, const char *flag, const char *path);
+/* A usage error (returns its exit code) when the output path names the same
+ * file as an input (the same device and inode: a link or another spelling
+ * counts), which the rename into place would replace: `train -f t.txt -o
+ * t.txt`, `attention -m m.gguf --svg m.gguf`. in NULL or absent: 0. */
+int cli_out_not_input(const char *cmd, const char *flag, const char *out, const char *in_flag, const char *in);
 
 /* OUT with its ".gguf" suffix (if any) replaced by suffix ("m.gguf", ".csv":
  * "m.csv"; "m", ".csv": "m.csv"): the files written beside a model (train's

@@ -80,6 +80,9 @@ int cmd_attention(int argc, char **argv) {
     int parsed = cli_parse(CMD, help, opts, argc, argv);
     if (parsed != CLI_RUN) return parsed;
     if (svg && (parsed = cli_out_check(CMD, "--svg", svg))) return parsed;
+    if ((parsed = cli_out_not_input(CMD, "--svg", svg, "-m", model_path ? model_path : cli_default_model())) ||
+        (parsed = cli_out_not_input(CMD, "--svg", svg, "--tokenizer", ro.tokenizer)))
+        return parsed;
     ro.n_threads = (int)threads;
     run_ctx rc;
     int code = run_open(&rc, CMD, model_path, &ro);

@@ -46,6 +46,8 @@ int cmd_convert(int argc, char **argv) {
     if (tg_dtype_parse(dtype_s, &dtype))
         return cli_usage("convert", "--dtype must be f32, f16, bf16, q8_0 or q4_0, not '%s'", dtype_s);
     int oc = cli_out_check("convert", "-o", out);
+    if (!oc) oc = cli_out_not_input("convert", "-o", out, "MODEL", in);
+    if (!oc) oc = cli_out_not_input("convert", "-o", out, "--tokenizer", tok);
     if (oc) return oc;
 
     tg_err err = {{0}};

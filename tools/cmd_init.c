@@ -171,6 +171,7 @@ int cmd_init(int argc, char **argv) {
     if (tg_dtype_parse(dtype_s, &dtype))
         return cli_usage("init", "--dtype must be f32, f16, bf16, q8_0 or q4_0, not '%s'", dtype_s);
     int oc = cli_out_check("init", "-o", out);
+    if (!oc) oc = cli_out_not_input("init", "-o", out, "--vocab-from", vocab_from);
     if (oc) return oc;
 
     tg_err err = {{0}};

@@ -156,6 +156,7 @@ static int parse_args(int argc, char **argv, profile_args *a) {
         return cli_usage(CMD, "--trace traces a prefill + decode run, not --ctx-sweep");
     if (a->trace) {
         int oc = cli_out_check(CMD, "--trace", a->trace);
+        if (!oc) oc = cli_out_not_input(CMD, "--trace", a->trace, "-m", a->model ? a->model : cli_default_model());
         if (oc) return oc;
     }
     return CLI_RUN;

@@ -102,6 +102,8 @@ int cmd_quantize(int argc, char **argv) {
     if (out_s && tg_dtype_parse(out_s, &odt))
         return cli_usage("quantize", "--keep-output must be f32, f16, bf16, q8_0 or q4_0, not '%s'", out_s);
     int oc = cli_out_check("quantize", "OUT", ps.p[1]); /* before any work, as convert's -o */
+    if (!oc) oc = cli_out_not_input("quantize", "OUT", ps.p[1], "IN", ps.p[0]);
+    if (!oc) oc = cli_out_not_input("quantize", "OUT", ps.p[1], "--tokenizer", tok_s);
     if (oc) return oc;
 
     tg_err err = {{0}};

@@ -683,8 +683,15 @@ int cmd_train(int argc, char **argv) {
     r.svg_path = cli_side_path(out, ".svg");
     if (!r.ckpt_path || !r.csv_path || !r.svg_path) return cli_error(CMD, "out of memory");
     const char *outs[] = {out, r.ckpt_path, r.csv_path, r.svg_path};
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         if ((rc = cli_out_check(CMD, "-o", outs[k]))) goto cleanup_paths;
+        /* the text and the tokenizer's model are inputs; --resume OUT.ckpt is
+         * the normal way on, and the checkpoint is rewritten as it goes */
+        if ((rc = cli_out_not_input(CMD, "-o", outs[k], "-f", text_path)) ||
+            (rc = cli_out_not_input(CMD, "-o", outs[k], "--tokenizer-from", tok_from)) ||
+            (k != 1 && (rc = cli_out_not_input(CMD, "-o", outs[k], "--resume", resume))))
+            goto cleanup_paths;
+    }
     rc = EXIT_RUNTIME;
 
     /* the text, split on bytes */

@@ -247,6 +247,7 @@ int task_attention_maybe(int argc, char **argv) {
     if (parsed != CLI_RUN) return parsed;
     if (prompt) return cli_usage(CMD, "-p does not apply to a task model (the example comes from --seed)");
     if (svg && (parsed = cli_out_check(CMD, "--svg", svg))) return parsed; /* as cmd_attention */
+    if ((parsed = cli_out_not_input(CMD, "--svg", svg, "-m", model))) return parsed;
     task_model tm;
     int code = task_model_open(&tm, CMD, model, name, topts, (int)threads, isa);
     if (code) return code;

@@ -84,6 +84,31 @@ with tempfile.TemporaryDirectory() as d:
         expect(args + [fifo], 1, fifo.encode() + b": exists and is not a regular file")
     check(sorted(os.listdir(d)) == ["fifo", "file", "text.txt"], f"left behind: {os.listdir(d)}")
 
+    # an output that is an input (or a link to it) is refused before any work:
+    # `train -f t.txt -o t.txt` replaced the text with the model, `attention
+    # -m m.gguf --svg m.gguf` the model with a picture
+    import hashlib
+    import shutil
+    model = os.path.join(d, "in.gguf")
+    shutil.copy(M4, model)
+    link = os.path.join(d, "link.gguf")
+    os.symlink(model, link)
+    sums = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in (model, text)}
+    SAME = b"writing it would replace what it is made from"
+    for args in (["train", "-f", text, "-o", text, "--steps", "1", "--layers", "1", "--heads", "1", "--embd", "8",
+                  "--ctx", "8", "--vocab", "300"],
+                 ["train", "-f", text, "-o", model, "--tokenizer-from", model, "--steps", "1", "--layers", "1",
+                  "--heads", "1", "--embd", "8", "--ctx", "8"],
+                 ["attention", "-m", model, "--svg", link], ["profile", "-m", model, "-n", "2", "--trace", model],
+                 ["quantize", model, link, "--type", "q8_0"], ["convert", model, "-o", link],
+                 init[:-1] + ["--vocab-from", model, "-o", model]):
+        expect(args, 2, SAME)
+    check(all(hashlib.sha256(open(p, "rb").read()).hexdigest() == h for p, h in sums.items()),
+          "an input was changed by a refused run")
+    os.remove(link)
+    os.remove(model)
+    check(sorted(os.listdir(d)) == ["fifo", "file", "text.txt"], f"left behind: {os.listdir(d)}")
+
     # a stale temporary of the output (a killed run's) goes, others stay
     out = os.path.join(d, "m.gguf")
     for name, mtime in [("m.gguf.tmp.Ab12Cd", 1e9), ("m.gguf.tmp.Ab12C", 1e9), ("n.gguf.tmp.Ab12Cd", 1e9),
