@@ -61,8 +61,8 @@ static void usage(FILE *f) {
           "exit status: 0 success, 1 runtime error (a bad file, a prompt longer than the\n"
           "context, an unwritable output), 2 usage error; each error is one line on\n"
           "stderr naming the problem. Outputs are written to a temporary file and\n"
-          "renamed into place; an output that is one of the inputs is refused. See man\n"
-          "tinygpt.\n",
+          "renamed into place; an output that is one of the inputs is refused.\n"
+          "See man tinygpt.\n",
           f);
 }
 
