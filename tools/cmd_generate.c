@@ -263,10 +263,15 @@ static tg_status feed(gen *g, const int *t, int n) {
     if (K > g->C) K = g->C;
     if (!g->said_shift) {
         fflush(stdout); /* the text so far before the note (the stream batches flushes) */
-        if (!ferror(stdout)) /* else the caller says the output failed, and only that */
+        /* else the caller says the output failed, and only that */
+        const char *nl = text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "";
+        if (!ferror(stdout) && K == g->keep)
             fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; each time it "
-                            "fills, its last %d tokens run again as a new prompt (--keep)\n",
-                    text_stdout(g->o) && isatty(STDOUT_FILENO) ? "\n" : "", g->C, K);
+                            "fills, its last %d tokens run again as a new prompt (--keep)\n", nl, g->C, K);
+        else if (!ferror(stdout)) /* a turn longer than --keep: all of it (at most C) goes first */
+            fprintf(stderr, "%stinygpt generate: the context of %d tokens is full; its last %d tokens run "
+                            "again as a new prompt, and each time it fills again its last %d (--keep)\n",
+                    nl, g->C, K, g->keep);
         g->said_shift = 1;
     }
     g->n_shifts++;

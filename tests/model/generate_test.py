@@ -146,6 +146,16 @@ def test_context_shift(gg):
             check(dd is not None and tokens_of(dd) == gen[i + 1:end + 1],
                   "--keep %d, shift %d: after the shift %s, a fresh run from the kept tokens %s"
                   % (keep, s, gen[i + 1:end + 1][:8], tokens_of(dd)[:8] if dd else rr.stderr))
+    # an interactive turn longer than --keep: all of it (at most the context)
+    # runs first, then --keep at each later shift; the note said --keep's
+    # tokens ran again from the start
+    turn = b"To be, or not to be: that is the question " * 3
+    r = run("generate", "-m", gg, "-i", "--keep", 20, "-n", 80, "--temp", 0, "--ignore-eos",
+            stdin=turn + b"\n")
+    err = r.stderr.decode()
+    check(r.returncode == 0 and err.count("context of %d tokens is full" % C) == 1 and
+          "its last %d tokens run again as a new prompt, and each time it fills again its last 20 (--keep)"
+          % min(len(turn) + 1, C) in err, "a long interactive turn's shift note: %r" % err)
     # -n defaults to 256 whatever the context; -n -1 runs until <|endoftext|>.
     r = run("generate", "-m", gg, "-p", "x", "--temp", 0, "--ignore-eos", "--json")
     d = js(r)
