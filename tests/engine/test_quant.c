@@ -360,9 +360,8 @@ Test(matmul_w, half_gemm_equals_f32_widened) {
                     int o0 = out > 16 ? 16 : 0;
                     for (int e = 0; e < n_eng; e++) {
                         if (rounds_x(&eng[e], &c)) continue;
-                        /* the f32 matmul of the table that installed this kernel: an
-                         * AVX-512 engine without AVX512-VNNI keeps AVX2's F16/BF16
-                         * kernels (init_x86.c) beside its own f32 matmul */
+                        /* the f32 matmul of the table that installed this kernel
+                         * (a lower ISA's, where this engine kept its kernel) */
                         int fam = e;
                         for (int f = 0; f < e; f++)
                             if (eng[f].k.matmul_w[c.type] == eng[e].k.matmul_w[c.type]) {
