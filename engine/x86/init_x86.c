@@ -12,6 +12,9 @@ void tg_kernels_init_arch(tg_kernels *k, tg_isa isa) {
     tg_kernels_init_matmul_avx512(k);
     tg_kernels_init_ops_avx512(k);
     tg_kernels_init_train_avx512(k);
+    /* no VNNI of either kind (Skylake-X): the integer GEMM on zmm
+     * vpmaddubsw, where AVX2's ymm one lost to the AVX-512 f32 GEMM */
+    if (!tg_cpu_has(TG_CPU_AVX512_VNNI) && !tg_cpu_has(TG_CPU_AVX_VNNI)) tg_kernels_init_quant_avx512bw(k);
     if (tg_cpu_has(TG_CPU_AVX512_VNNI)) tg_kernels_init_quant_avx512vnni(k);
     if (tg_cpu_has(TG_CPU_AVX512_BF16)) tg_kernels_init_bf16_avx512bf16(k);
     /* AMX tiles (amx.c; no-ops where the compiler lacks them): the prefill

@@ -129,9 +129,31 @@ static void matmul_f32_w(float *y, const void *x, const void *w, size_t ldw, con
     tg_matmul_avx512(y, x, w, b, T, in, out, o0, o1);
 }
 
+/* The F16 and BF16 columns of the AVX-512 table, on AVX-512F/BW alone: the
+ * decode on tg_gemv_half_avx512 (below), T > 1 on this file's f32 GEMM
+ * with W widened in its packing (matmul_tmpl.h). They used to come with
+ * the AVX512-VNNI step (quant_avx512.c), so an AVX-512 CPU without VNNI
+ * (Skylake-X) kept AVX2's: the ymm GEMM, while its f32 ran this one.
+ * Under TINYGPT_CPU_MASK=avx512_vnni,avx512_bf16,avx_vnni on Zen 5 that
+ * made an f16/bf16 gpt2 prefill 0.56-0.60x of f32 (bench/README.md,
+ * twelfth session, sk). AVX512-BF16 replaces the BF16 column's GEMM
+ * (bf16_avx512.c). */
+static void matmul_f16_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
+                         int T, int in, int out, int o0, int o1, void *ws) {
+    if (T == 1) tg_gemv_half_avx512(1, y, x, w, ldw, b, in, o0, o1);
+    else tg_matmul_half_avx512(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+}
+static void matmul_bf16_w(float *y, const void *x, const void *w, size_t ldw, const float *b,
+                          int T, int in, int out, int o0, int o1, void *ws) {
+    if (T == 1) tg_gemv_half_avx512(0, y, x, w, ldw, b, in, o0, o1);
+    else tg_matmul_half_avx512(0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
+}
+
 void tg_kernels_init_matmul_avx512(tg_kernels *k) {
     k->matmul = tg_matmul_avx512;
     k->matmul_w[TG_WTYPE_F32] = matmul_f32_w;
+    k->matmul_w[TG_WTYPE_F16] = matmul_f16_w;
+    k->matmul_w[TG_WTYPE_BF16] = matmul_bf16_w;
 }
 
 /* ---- the F16/BF16 decode GEMV on zmm ------------------------------------------------

@@ -1,9 +1,10 @@
 /* qgemm_tmpl.h — the prefill GEMM of the integer weight types (Q8_0, Q4_0)
  * on vpdpbusd, written once for a vector of QL int32 lanes. Included by
  * quant_tmpl.h in the files built with VNNI (quant_avx512.c: zmm, QL = 16;
- * quant_avxvnni.c: ymm, QL = 8) and in quant_avx2.c (ymm, QL = 8; qdpbusd
- * on vpmaddubsw + vpmaddwd, exact only where the u8·s8 pairs fit int16),
- * after defining:
+ * quant_avxvnni.c: ymm, QL = 8), in quant_avx2.c (ymm, QL = 8; qdpbusd
+ * on vpmaddubsw + vpmaddwd, exact only where the u8·s8 pairs fit int16)
+ * and directly in quant_avx512bw.c (the same on zmm, QL = 16, for AVX-512
+ * CPUs without VNNI), after defining:
  *
  *   qvi qvf            the integer and float vector types
  *   QL                 int32 / f32 lanes per vector

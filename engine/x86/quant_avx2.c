@@ -60,3 +60,10 @@ static void gemv_q8_ymm(float *y, const tg_block_q8_0 *xb, const char *w, size_t
     }
 }
 #endif
+
+/* The decode GEMVs (T == 1) of Q8_0 (q4 = 0) and Q4_0 (q4 = 1) on this
+ * table, for the AVX-512 table without VNNI (quant_avx512bw.c, x86.h). */
+void tg_matmul_q_decode_avx2(int q4, float *y, const void *x, const void *w, size_t ldw,
+                             const float *b, int in, int out, int o0, int o1) {
+    (q4 ? matmul_q4_0 : matmul_q8_0)(y, x, w, ldw, b, 1, in, out, o0, o1, NULL);
+}

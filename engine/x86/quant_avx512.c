@@ -1,8 +1,8 @@
 /* quant_avx512.c — the typed-weight kernels for the AVX-512 table with
  * AVX512-VNNI (vpdpbusd, EVEX on ymm: the decode GEMV streams 256-bit
- * loads, as the f32 one does; on zmm in the prefill GEMM of Q8_0/Q4_0) and
- * the AVX-512 f32 GEMM behind the other types' T > 1 (quant_tmpl.h,
- * qgemm_tmpl.h). */
+ * loads, as the f32 one does; on zmm in the prefill GEMM of Q8_0/Q4_0)
+ * (quant_tmpl.h, qgemm_tmpl.h). F16/BF16 are matmul_avx512.c's, installed
+ * with the AVX-512 f32 GEMM whether or not the CPU has VNNI. */
 #include <immintrin.h>
 
 #include <string.h>
@@ -10,7 +10,6 @@
 #include "engine/x86/x86.h"
 
 #define DOT32(acc, u, s) (acc) = _mm256_dpbusd_epi32((acc), (u), (s))
-#define MATMUL_HALF tg_matmul_half_avx512
 #define SUFFIX avx512vnni
 
 /* the int8 GEMM's vocabulary: zmm, 6 tokens × 32 rows (24 accumulators) */
@@ -320,9 +319,6 @@ static __attribute__((noinline)) void q8w_tile(float *y, const tg_block_q8_0 *xb
 
 #define GEMV_Q8_WIDE(y, x, w, ldw, b, nb, o0, o1) \
     GEMV_WIDE(q8w_tile, Q8W_TILE, sizeof(tg_block_q8_0), y, x, w, ldw, b, nb, o0, o1)
-
-/* F16/BF16 rows on zmm (matmul_avx512.c) */
-#define GEMV_HALF_WIDE tg_gemv_half_avx512
 
 #include "engine/x86/quant_tmpl.h"
 

@@ -6,7 +6,8 @@
  *                      per lane: vpmaddubsw + vpmaddwd (AVX2), vpdpbusd
  *                      (AVX-VNNI / AVX512-VNNI on ymm)
  *   MATMUL_HALF        the ISA's f32 matmul for F16/BF16 weights, T > 1
- *                      (tg_matmul_half_*, matmul_tmpl.h)
+ *                      (tg_matmul_half_*, matmul_tmpl.h); left undefined,
+ *                      the table keeps the F16/BF16 kernels it had
  *   SUFFIX             the name suffix of the init function
  *
  * Y[T,OUT] = X · W[OUT,IN]ᵀ + b, columns o0..o1-1 (tg_kernels.matmul_w):
@@ -334,29 +335,22 @@ static void matmul_q4_0(float *y, const void *x, const void *w, size_t ldw, cons
     matmul_q(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
+/* F16/BF16 where this table has them (MATMUL_HALF defined: the AVX2 and
+ * AVX-VNNI tables; the AVX-512 table's are matmul_avx512.c's, installed
+ * with its f32 GEMM whatever VNNI the CPU has) */
+#ifdef MATMUL_HALF
 static void matmul_f16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                        int in, int out, int o0, int o1, void *ws) {
-    if (T == 1) {
-#ifdef GEMV_HALF_WIDE /* the ISA's own half GEMV, where it has one */
-        GEMV_HALF_WIDE(1, y, x, w, ldw, b, in, o0, o1);
-#else
-        gemv_half(1, y, x, w, ldw, b, in, o0, o1);
-#endif
-    }
+    if (T == 1) gemv_half(1, y, x, w, ldw, b, in, o0, o1);
     else MATMUL_HALF(1, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
 
 static void matmul_bf16(float *y, const void *x, const void *w, size_t ldw, const float *b, int T,
                         int in, int out, int o0, int o1, void *ws) {
-    if (T == 1) {
-#ifdef GEMV_HALF_WIDE
-        GEMV_HALF_WIDE(0, y, x, w, ldw, b, in, o0, o1);
-#else
-        gemv_half(0, y, x, w, ldw, b, in, o0, o1);
-#endif
-    }
+    if (T == 1) gemv_half(0, y, x, w, ldw, b, in, o0, o1);
     else MATMUL_HALF(0, y, x, w, ldw, b, T, in, out, o0, o1, ws);
 }
+#endif
 
 /* q[N/32] = Q8_0(x[N]), bit for bit the reference's rule: d = amax/127 and
  * 1/d in scalar f32, x·(1/d) rounded to nearest even (vroundps). A block
@@ -408,8 +402,10 @@ void GEMV_BF16_NAME(SUFFIX)(float *y, const float *x, const void *w, size_t ldw,
 #define INIT_NAME_(s) tg_kernels_init_quant_##s
 #define INIT_NAME(s) INIT_NAME_(s)
 void INIT_NAME(SUFFIX)(tg_kernels *k) {
+#ifdef MATMUL_HALF
     k->matmul_w[TG_WTYPE_F16] = matmul_f16;
     k->matmul_w[TG_WTYPE_BF16] = matmul_bf16;
+#endif
     k->matmul_w[TG_WTYPE_Q8_0] = matmul_q8_0;
     k->matmul_w[TG_WTYPE_Q4_0] = matmul_q4_0;
     k->quantize_q8_0 = quantize_q8_0;

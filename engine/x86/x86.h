@@ -38,6 +38,13 @@ void tg_matmul_half_avx512(int h16, float *y, const float *x, const void *w, siz
                            const float *b, int T, int in, int out, int o0, int o1, void *ws);
 void tg_kernels_init_ops_avx512(tg_kernels *k);
 void tg_kernels_init_train_avx512(tg_kernels *k);
+/* The Q8_0/Q4_0 prefill GEMM on zmm without VNNI (vpmaddubsw + vpmaddwd:
+ * quant_avx512bw.c), for an AVX-512 CPU with neither AVX512-VNNI nor
+ * AVX-VNNI; its decode is the AVX2 table's, tg_matmul_q_decode_avx2
+ * (quant_avx2.c: matmul_w with T == 1, q4 = 0 Q8_0, 1 Q4_0). */
+void tg_kernels_init_quant_avx512bw(tg_kernels *k);
+void tg_matmul_q_decode_avx2(int q4, float *y, const void *x, const void *w, size_t ldw,
+                             const float *b, int in, int out, int o0, int o1);
 /* The Q8_0 (q4 = 0) / Q4_0 decode GEMVs of the AVX512-VNNI table
  * (quant_avx512.c): matmul_w with T == 1. */
 void tg_matmul_q_decode_avx512vnni(int q4, float *y, const void *x, const void *w, size_t ldw,

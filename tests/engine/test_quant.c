@@ -360,9 +360,8 @@ Test(matmul_w, half_gemm_equals_f32_widened) {
                     int o0 = out > 16 ? 16 : 0;
                     for (int e = 0; e < n_eng; e++) {
                         if (rounds_x(&eng[e], &c)) continue;
-                        /* the f32 matmul of the table that installed this kernel: an
-                         * AVX-512 engine without AVX512-VNNI keeps AVX2's F16/BF16
-                         * kernels (init_x86.c) beside its own f32 matmul */
+                        /* the f32 matmul of the table that installed this kernel
+                         * (a lower ISA's, where this engine kept its kernel) */
                         int fam = e;
                         for (int f = 0; f < e; f++)
                             if (eng[f].k.matmul_w[c.type] == eng[e].k.matmul_w[c.type]) {
@@ -432,6 +431,51 @@ Test(matmul_w, neon_gemm_equals_reference) {
             ck_free(got);
             tc_free(&c);
         }
+}
+
+/* The x86 integer prefill GEMMs (qgemm_tmpl.h: ymm on vpmaddubsw or
+ * AVX-VNNI, zmm on AVX512-VNNI or on vpmaddubsw without VNNI) sum each
+ * block exactly in int32 and then take the same f32 steps, so they give
+ * the same bits: every x86 engine's Q8_0/Q4_0 GEMM against the AVX2
+ * engine's (run under TINYGPT_CPU_MASK to pair the plain ones: meson's
+ * test_quant_no_features, _skylake_x). Not the AMX GEMM, which rounds as
+ * the reference does (no fma; test_amx). Shapes around the 32-row panels,
+ * the 3- and 6-token tiles and a sub-range as the pool hands it out. */
+Test(matmul_w, x86_int_gemms_agree) {
+    tg_engine eng[TG_ISA_COUNT];
+    int n_eng = ck_engines(eng), avx2 = -1;
+    for (int e = 0; e < n_eng; e++)
+        if (eng[e].isa == TG_ISA_AVX2) avx2 = e;
+    if (avx2 < 0) cr_skip_test("no AVX2 engine on this CPU");
+    if (tg_cpu_has(TG_CPU_AMX_INT8)) cr_skip_test("AVX-512's integer GEMM is AMX's here");
+    ck_rng r = ck_rng_new(__func__);
+    static const int shapes[][3] = {{2, 32, 1},   {3, 64, 7},   {5, 96, 17},  {7, 160, 33},
+                                    {9, 768, 50}, {13, 32, 65}, {33, 256, 40}, {130, 3072, 24}};
+    static const tg_wtype qt[] = {TG_WTYPE_Q8_0, TG_WTYPE_Q4_0};
+    int compared = 0;
+    for (int ty = 0; ty < LEN(qt); ty++)
+        for (int s = 0; s < LEN(shapes); s++) {
+            int T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+            tcase c = tc_new(&r, qt[ty], T, in, out, s & 1);
+            size_t ny = (size_t)T * out;
+            float *want = ck_alloc(ny), *got = ck_alloc(ny);
+            int o0 = out > 16 ? 16 : 0;
+            ck_poison(want, ny);
+            run_kernel(&eng[avx2], &c, want, o0, out);
+            for (int e = 0; e < n_eng; e++) {
+                if (e == avx2 || eng[e].isa != TG_ISA_AVX512) continue;
+                ck_poison(got, ny);
+                run_kernel(&eng[e], &c, got, o0, out);
+                CK_EXPECT_GUARDS(got, "%s %s gemm", tg_wtype_name(c.type), tg_isa_name(eng[e].isa));
+                CK_EXPECT_BITEQUAL(got, want, ny, "matmul_w %s %s T=%d in=%d out=%d cols %d.. vs avx2",
+                                   tg_wtype_name(c.type), tg_isa_name(eng[e].isa), T, in, out, o0);
+                compared++;
+            }
+            ck_free(want);
+            ck_free(got);
+            tc_free(&c);
+        }
+    if (!compared) cr_skip_test("no AVX-512 engine on this CPU");
 }
 
 /* Column sub-ranges as the pool hands them out; the values must not depend
