@@ -4,8 +4,12 @@
  * decode step does, over a cache large enough to stream from where the
  * model's would (DRAM for gpt2-small at 1024 positions).
  *
- *   bench_kv16 [P HS HEADS G]   positions, head size, L·KVH heads, queries per KV head
- *                               (default 1024 64 144 1: gpt2-small's cache at its context)
+ *   bench_kv16 [P HS HEADS G [FLUSH]]  positions, head size, L·KVH heads, queries per
+ *                               KV head (default 1024 64 144 1: gpt2-small's cache at its
+ *                               context); FLUSH MB (default 0) read before each kernel's
+ *                               pass over the heads, so that a cache the LLC would hold
+ *                               (gpt2-small's at 77 positions: 5.7 MB) comes from DRAM,
+ *                               as after a decode step's weights pass
  *
  * Prints the median of 15 rounds of each and the ratio, then the same for
  * the _stream entries (K/V prefetched ahead, as a model whose weights
@@ -34,10 +38,19 @@ enum { ROUNDS = 15 };
 int main(int argc, char **argv) {
     int P = argc > 1 ? atoi(argv[1]) : 1024, HS = argc > 2 ? atoi(argv[2]) : 64;
     int NH = argc > 3 ? atoi(argv[3]) : 144, G = argc > 4 ? atoi(argv[4]) : 1;
-    if (P < 1 || HS < 1 || HS > 1024 || NH < 1 || G < 1 || G > 64) {
-        fprintf(stderr, "usage: bench_kv16 [P HS HEADS G] (P >= 1, 1 <= HS <= 1024, G <= 64)\n");
+    int flush_mb = argc > 5 ? atoi(argv[5]) : 0;
+    if (P < 1 || HS < 1 || HS > 1024 || NH < 1 || G < 1 || G > 64 || flush_mb < 0 || flush_mb > 4096) {
+        fprintf(stderr, "usage: bench_kv16 [P HS HEADS G [FLUSH]] (P >= 1, 1 <= HS <= 1024, G <= 64, "
+                        "FLUSH <= 4096 MB)\n");
         return 2;
     }
+    size_t n_flush = (size_t)flush_mb << 18; /* floats */
+    float *flush = n_flush ? malloc(n_flush * sizeof *flush) : NULL;
+    if (n_flush && !flush) {
+        fprintf(stderr, "bench_kv16: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < n_flush; i++) flush[i] = (float)(i & 7);
     tg_engine e;
     tg_err err;
     tg_isa isa;
@@ -69,24 +82,26 @@ int main(int argc, char **argv) {
     /* the plain kernels, then the _stream ones (K/V prefetched ahead: what
      * a model whose weights exceed the LLC runs) */
     double t32[ROUNDS], t16[ROUNDS], s32[ROUNDS], s16[ROUNDS];
+    volatile float sink = 0;
     for (int rd = 0; rd < ROUNDS; rd++) {
-        double a = cpu_s();
-        for (int h = 0; h < NH; h++)
-            e.k.attn_decode_gqa(o, p, q, k + h * blk, v + h * blk, P, HS, G, scale);
-        double b = cpu_s();
-        for (int h = 0; h < NH; h++)
-            e.k.attn_decode_gqa_f16(o, p, q, kh + h * blk, vh + h * blk, P, HS, G, scale, ws);
-        double c = cpu_s();
-        for (int h = 0; h < NH; h++)
-            e.k.attn_decode_gqa_stream(o, p, q, k + h * blk, v + h * blk, P, HS, G, scale);
-        double d = cpu_s();
-        for (int h = 0; h < NH; h++)
-            e.k.attn_decode_gqa_f16_stream(o, p, q, kh + h * blk, vh + h * blk, P, HS, G, scale, ws);
-        double f = cpu_s();
-        t32[rd] = b - a;
-        t16[rd] = c - b;
-        s32[rd] = d - c;
-        s16[rd] = f - d;
+        double *out[4] = {t32, t16, s32, s16};
+        for (int kind = 0; kind < 4; kind++) {
+            float acc = 0;
+            for (size_t i = 0; i < n_flush; i += 16) acc += flush[i]; /* one read per line */
+            sink += acc;
+            double a = cpu_s();
+            for (int h = 0; h < NH; h++) {
+                if (kind == 0) e.k.attn_decode_gqa(o, p, q, k + h * blk, v + h * blk, P, HS, G, scale);
+                if (kind == 1)
+                    e.k.attn_decode_gqa_f16(o, p, q, kh + h * blk, vh + h * blk, P, HS, G, scale, ws);
+                if (kind == 2)
+                    e.k.attn_decode_gqa_stream(o, p, q, k + h * blk, v + h * blk, P, HS, G, scale);
+                if (kind == 3)
+                    e.k.attn_decode_gqa_f16_stream(o, p, q, kh + h * blk, vh + h * blk, P, HS, G,
+                                                   scale, ws);
+            }
+            out[kind][rd] = cpu_s() - a;
+        }
     }
     qsort(t32, ROUNDS, sizeof *t32, cmp_double);
     qsort(t16, ROUNDS, sizeof *t16, cmp_double);
@@ -98,6 +113,6 @@ int main(int argc, char **argv) {
            tg_isa_name(e.isa), P, HS, NH, G, 8.0 * n / 1e6, 4.0 * n / 1e6, 1e3 * t32[ROUNDS / 2],
            1e3 * t16[ROUNDS / 2], ROUNDS, t16[ROUNDS / 2] / t32[ROUNDS / 2], 1e3 * s32[ROUNDS / 2],
            1e3 * s16[ROUNDS / 2]);
-    free(k), free(v), free(kh), free(vh), free(q), free(o), free(p), free(ws);
+    free(k), free(v), free(kh), free(vh), free(q), free(o), free(p), free(ws), free(flush);
     return 0;
 }

@@ -40,8 +40,12 @@ tg_status wt_map_open(wt_map *m, int fd, size_t size, const char *path, tg_err *
  * So if fewer of its whole 2 MiB blocks are mapped by 2 MiB entries than
  * could be (FilePmdMapped in /proc/self/smaps), it drops its own entries
  * and the file's cached pages that no other process maps
- * (POSIX_FADV_DONTNEED), and reads the file back (MADV_POPULATE_READ), now
+ * (POSIX_FADV_DONTNEED; dirty pages are written out first, as only clean
+ * ones can be dropped), and reads the file back (MADV_POPULATE_READ), now
  * in 2 MiB folios: the same resident bytes, one extra read of the file.
+ * When no block at all is on a 2 MiB entry it re-reads the first block
+ * alone first, and stops there if that one does not come back on a 2 MiB
+ * entry (a file system without 2 MiB folios).
  * Does nothing where it cannot tell or cannot help (no /proc, transparent
  * huge pages off, a mapping not 2 MiB-aligned, not fully resident, smaller
  * than 2 MiB). Returns 1 if it re-read. */
