@@ -11,27 +11,10 @@
 
 #include "weights/gpt2.h"
 #include "weights/internal.h"
+#include "weights/json_nul.h"
 #include "weights/safetensors.h"
 
 #define MAX_JSON (256u << 20)
-
-/* Whether a JSON text has a \u0000 escape inside a string: cJSON decodes it
- * to a NUL byte and every C string after it would silently end there. One
- * pass that knows strings and escapes (so "\\u0000" is no match). */
-static int has_nul_escape(const char *s, size_t n) {
-    int in_str = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!in_str) {
-            in_str = s[i] == '"';
-        } else if (s[i] == '"') {
-            in_str = 0;
-        } else if (s[i] == '\\' && i + 1 < n) {
-            if (s[i + 1] == 'u' && i + 5 < n && !memcmp(s + i + 2, "0000", 4)) return 1;
-            i++; /* the escaped character */
-        }
-    }
-    return 0;
-}
 
 static int cmp_str_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -59,7 +42,7 @@ static const char *duplicate_key(const cJSON *obj, int *oom) {
 /* A JSON object from n bytes; path names it in errors. */
 static tg_status parse_json(const char *txt, size_t len, const char *path, cJSON **out, tg_err *err) {
     *out = NULL;
-    if (has_nul_escape(txt, len))
+    if (wt_json_has_nul_escape(txt, len))
         return tg_fail(err, TG_ERR_FORMAT, "%s: a string holds \\u0000 (a NUL character)", path);
     *out = wt_json_parse(txt, len);
     if (!*out) return tg_fail(err, TG_ERR_FORMAT, "%s: not valid JSON", path);

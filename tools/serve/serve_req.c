@@ -3,6 +3,7 @@
  * unknown fields are ignored, as OpenAI's clients send some we do not use. */
 #include "tools/serve/serve_req.h"
 #include "tools/utf8.h"
+#include "weights/json_nul.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>
@@ -75,24 +76,6 @@ char *serve_utf8_fix(const char *s, size_t n, size_t *out_len) {
 
 /* ---- typed field access ------------------------------------------------- */
 
-/* Whether the JSON text has a \u0000 escape inside a string (outside one it
- * is invalid JSON anyway). cJSON decodes it to a NUL byte, and the prompt,
- * stop string or model name would silently end there. */
-static int has_nul_escape(const char *s, size_t n) {
-    int in_str = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!in_str) {
-            in_str = s[i] == '"';
-        } else if (s[i] == '"') {
-            in_str = 0;
-        } else if (s[i] == '\\' && i + 1 < n) {
-            if (s[i + 1] == 'u' && i + 5 < n && !memcmp(s + i + 2, "0000", 4)) return 1;
-            i++; /* the escaped character: "\\u0000" is no match */
-        }
-    }
-    return 0;
-}
-
 /* Parses body into an object root; the body must be UTF-8 (cJSON does not check). */
 static cJSON *parse_object(const char *body, size_t len, serve_error *e) {
     if (!serve_utf8_valid(body, len)) {
@@ -104,7 +87,7 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *e) {
                    (size_t)((const char *)memchr(body, '\0', len) - body));
         return NULL;
     }
-    if (has_nul_escape(body, len)) {
+    if (wt_json_has_nul_escape(body, len)) {
         serve_fail(e, 400, "", "the request body has a string holding \\u0000 (a NUL character), "
                                "which no field here takes");
         return NULL;
