@@ -12,32 +12,9 @@
 #define DOT32(acc, u, s) (acc) = _mm256_dpbusd_epi32((acc), (u), (s))
 #define SUFFIX avx512vnni
 
-/* the int8 GEMM's vocabulary: zmm, 6 tokens × 32 rows (24 accumulators) */
-typedef __m512i qvi;
-typedef __m512 qvf;
-#define QL 16
-#define QMR 6
+/* the int8 GEMM's vocabulary (qvocab_zmm.h): 6 tokens × 32 rows on vpdpbusd */
+#include "engine/x86/qvocab_zmm.h"
 #define qdpbusd(acc, u, s) _mm512_dpbusd_epi32((acc), (u), (s))
-static inline qvi qload_i(const void *p) { return _mm512_loadu_si512(p); }
-static inline qvi qbcast_i32(const void *p) {
-    int32_t v;
-    __builtin_memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-static inline qvi qset1_i32(int32_t v) { return _mm512_set1_epi32(v); }
-static inline qvf qcvt(qvi v) { return _mm512_cvtepi32_ps(v); }
-static inline qvf qloadf(const float *p) { return _mm512_loadu_ps(p); }
-static inline qvf qloadf_n(const float *p, int n) {
-    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
-}
-static inline void qstoref(float *p, qvf v) { _mm512_storeu_ps(p, v); }
-static inline void qstoref_n(float *p, qvf v, int n) {
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), v);
-}
-static inline qvf qset1f(float v) { return _mm512_set1_ps(v); }
-static inline qvf qfma(qvf a, qvf b, qvf c) { return _mm512_fmadd_ps(a, b, c); }
-static inline qvf qmul(qvf a, qvf b) { return _mm512_mul_ps(a, b); }
-static inline qvf qadd(qvf a, qvf b) { return _mm512_add_ps(a, b); }
 
 /* Pins v in a register: GCC otherwise folds each use of a loaded vector
  * into its instruction as a memory operand again (a vpermt2w overwrites its

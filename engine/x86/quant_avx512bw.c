@@ -17,11 +17,8 @@
 /* IEEE half -> f32 of one scale (F16C) */
 static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
-/* the int8 GEMM's vocabulary: zmm, QMR tokens × 32 rows */
-typedef __m512i qvi;
-typedef __m512 qvf;
-#define QL 16
-#define QMR 6
+/* the int8 GEMM's vocabulary (qvocab_zmm.h): QMR tokens × 32 rows */
+#include "engine/x86/qvocab_zmm.h"
 static inline __m512i madd1(__m512i p16) { return _mm512_madd_epi16(p16, _mm512_set1_epi16(1)); }
 /* Q4_0: u = nibbles (<= 15) times x (|x| <= 127): u8·s8 pairs fit
  * vpmaddubsw's int16 (15·127·2), and two groups' pairs added in int16 too
@@ -40,26 +37,6 @@ static inline __m512i q8_dot_s(__m512i acc, __m512i w, __m512i x) {
     return _mm512_add_epi32(acc, madd1(_mm512_maddubs_epi16(_mm512_abs_epi8(w), xs)));
 }
 #define qdpbusd_s(acc, w, x) q8_dot_s((acc), (w), (x))
-static inline qvi qload_i(const void *p) { return _mm512_loadu_si512(p); }
-static inline qvi qbcast_i32(const void *p) {
-    int32_t v;
-    __builtin_memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-static inline qvi qset1_i32(int32_t v) { return _mm512_set1_epi32(v); }
-static inline qvf qcvt(qvi v) { return _mm512_cvtepi32_ps(v); }
-static inline qvf qloadf(const float *p) { return _mm512_loadu_ps(p); }
-static inline qvf qloadf_n(const float *p, int n) {
-    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
-}
-static inline void qstoref(float *p, qvf v) { _mm512_storeu_ps(p, v); }
-static inline void qstoref_n(float *p, qvf v, int n) {
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), v);
-}
-static inline qvf qset1f(float v) { return _mm512_set1_ps(v); }
-static inline qvf qfma(qvf a, qvf b, qvf c) { return _mm512_fmadd_ps(a, b, c); }
-static inline qvf qmul(qvf a, qvf b) { return _mm512_mul_ps(a, b); }
-static inline qvf qadd(qvf a, qvf b) { return _mm512_add_ps(a, b); }
 
 #include "engine/x86/qgemm_tmpl.h"
 
