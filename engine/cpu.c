@@ -122,19 +122,29 @@ size_t tg_cpu_cache_bytes(void) { return 0; }
 
 /* $TINYGPT_CPU_MASK: optional features to ignore ("avx_vnni,avx512_vnni",
  * "amx_tile" (all of AMX), or "all"; the names of feature_names), so the
- * paths for CPUs without them are tested here too. */
-static void apply_mask(void) {
-    const char *m = getenv("TINYGPT_CPU_MASK");
-    if (!m) return;
-    for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++) {
-        size_t n = strlen(feature_names[f]);
-        for (const char *s = m; *s;) {
-            size_t len = strcspn(s, ",");
-            if ((len == 3 && !strncmp(s, "all", 3)) || (len == n && !strncmp(s, feature_names[f], n)))
-                features[f] = 0;
-            s += len + (s[len] == ',');
+ * paths for CPUs without them are tested here too. One walk of its
+ * comma-separated items serves detection and tg_cpu_mask_check: it clears
+ * the features named in hide (NULL: none) and returns the first item that
+ * names no feature (its length in *bad_len), or NULL. */
+static const char *mask_walk(int *hide, size_t *bad_len) {
+    const char *m = getenv("TINYGPT_CPU_MASK"), *bad = NULL;
+    size_t len;
+    for (const char *s = m ? m : ""; *s; s += len + (s[len] == ',')) {
+        len = strcspn(s, ",");
+        int all = len == 3 && !strncmp(s, "all", 3), known = len == 0 || all;
+        for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++) {
+            if (!all && (strlen(feature_names[f]) != len || strncmp(s, feature_names[f], len))) continue;
+            known = 1;
+            if (hide) hide[f] = 0;
         }
+        if (!known && !bad) bad = s, *bad_len = len;
     }
+    return bad;
+}
+
+static void apply_mask(void) {
+    size_t len;
+    (void)mask_walk(features, &len); /* an unknown name: tg_isa_select reports it */
 }
 
 /* Linux grants the tile data state (8 KiB per thread) only on request
@@ -222,24 +232,16 @@ tg_isa tg_isa_best(void) {
 }
 
 tg_status tg_cpu_mask_check(tg_err *err) {
-    const char *m = getenv("TINYGPT_CPU_MASK");
-    for (const char *s = m ? m : ""; *s;) {
-        size_t len = strcspn(s, ",");
-        int known = len == 0 || (len == 3 && !strncmp(s, "all", 3));
-        for (int f = 0; f < TG_CPU_FEATURE_COUNT && !known; f++)
-            known = strlen(feature_names[f]) == len && !strncmp(s, feature_names[f], len);
-        if (!known) {
-            char names[160] = "";
-            for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++) {
-                strncat(names, feature_names[f], sizeof names - strlen(names) - 1);
-                strncat(names, ", ", sizeof names - strlen(names) - 1);
-            }
-            return tg_fail(err, TG_ERR_ARG, "TINYGPT_CPU_MASK: unknown feature '%.*s' (the names are %sall)",
-                           (int)(len > 40 ? 40 : len), s, names);
-        }
-        s += len + (s[len] == ',');
+    size_t len;
+    const char *s = mask_walk(NULL, &len);
+    if (!s) return TG_OK;
+    char names[160] = "";
+    for (int f = 0; f < TG_CPU_FEATURE_COUNT; f++) {
+        strncat(names, feature_names[f], sizeof names - strlen(names) - 1);
+        strncat(names, ", ", sizeof names - strlen(names) - 1);
     }
-    return TG_OK;
+    return tg_fail(err, TG_ERR_ARG, "TINYGPT_CPU_MASK: unknown feature '%.*s' (the names are %sall)",
+                   (int)(len > 40 ? 40 : len), s, names);
 }
 
 tg_status tg_isa_select(const char *name, tg_isa *out, tg_err *err) {

@@ -82,9 +82,9 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *e) {
         serve_fail(e, 400, "", "the request body is not valid UTF-8");
         return NULL;
     }
-    if (memchr(body, '\0', len)) {
-        serve_fail(e, 400, "", "the request body holds a NUL byte (at offset %zu)",
-                   (size_t)((const char *)memchr(body, '\0', len) - body));
+    const char *nul = memchr(body, '\0', len);
+    if (nul) {
+        serve_fail(e, 400, "", "the request body holds a NUL byte (at offset %zu)", (size_t)(nul - body));
         return NULL;
     }
     if (wt_json_has_nul_escape(body, len)) {
